@@ -1,0 +1,1 @@
+"""Datasets, samplers, transforms and the ``RetrievalDataModule``."""

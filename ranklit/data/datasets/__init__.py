@@ -1,0 +1,1 @@
+"""Readers of the benchmark datasets in their official on-disk layouts."""

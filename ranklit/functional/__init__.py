@@ -1,0 +1,1 @@
+"""Pure-torch ranking machinery, losses and metrics (no Lightning)."""

@@ -1,0 +1,200 @@
+"""Validation and preparation of the inputs shared by every loss and metric.
+
+A *retrieval problem* is a set of queries (embeddings ``[Q, D]``, labels ``[Q]`` or ``[Q, L]``) ranked against a
+retrieval set (``[N, D]``, ``[N]`` or ``[N, L]``). Without a separate retrieval set the queries rank the batch itself
+and each query is excluded from its own ranking (SPEC.md §0). With one, an item is excluded from a query's ranking
+when its id equals the query's id.
+
+Labels are always handled as a ``[*, L]`` integer matrix, column 0 the finest level. The *level* of an item with
+respect to a query is the number of columns, counted from the coarsest, on which they agree (``L`` = same fine label,
+``0`` = nothing in common).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["RetrievalInputs", "prepare_inputs", "levels_between", "excluded_pairs", "compute_dtype"]
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    """Validated queries and retrieval set, in the computation dtype.
+
+    Attributes:
+        queries: ``[Q, D]`` query embeddings.
+        query_labels: ``[Q, L]`` integer labels, column 0 finest.
+        refs: ``[N, D]`` retrieval-set embeddings.
+        ref_labels: ``[N, L]`` integer labels.
+        query_ids: ``[Q]`` ids used to exclude an item from its own query's ranking, or ``None`` (nothing excluded).
+        ref_ids: ``[N]`` ids of the retrieval set, or ``None``.
+    """
+
+    queries: Tensor
+    query_labels: Tensor
+    refs: Tensor
+    ref_labels: Tensor
+    query_ids: Tensor | None
+    ref_ids: Tensor | None
+
+    @property
+    def num_levels(self) -> int:
+        """Number of label columns ``L``."""
+        return int(self.query_labels.shape[1])
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype computations run in: float64 stays float64, anything narrower is accumulated in float32.
+
+    >>> compute_dtype(torch.bfloat16), compute_dtype(torch.float64)
+    (torch.float32, torch.float64)
+    """
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _as_label_matrix(labels: Tensor, num_rows: int, name: str) -> Tensor:
+    if not isinstance(labels, Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor of integer labels, got {type(labels).__name__}.")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"`{name}` must hold integer class ids, got dtype {labels.dtype}.")
+    if labels.ndim == 1:
+        labels = labels[:, None]
+    if labels.ndim != 2 or labels.shape[1] == 0:
+        raise ValueError(
+            f"`{name}` must have shape [N] or [N, L] (column 0 = finest level), got {tuple(labels.shape)}."
+        )
+    if labels.shape[0] != num_rows:
+        raise ValueError(
+            f"`{name}` has {labels.shape[0]} rows but the embeddings have {num_rows}: give one label row per embedding."
+        )
+    return labels.long()
+
+
+def _check_embeddings(embeddings: Tensor, name: str) -> None:
+    if not isinstance(embeddings, Tensor) or not embeddings.is_floating_point():
+        raise TypeError(f"`{name}` must be a floating-point torch.Tensor of shape [N, D].")
+    if embeddings.ndim != 2:
+        raise ValueError(f"`{name}` must have shape [N, D], got {tuple(embeddings.shape)}.")
+    if embeddings.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty: a retrieval problem needs at least one item.")
+    if not torch.isfinite(embeddings.detach()).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values; check the network's output and the learning rate.")
+
+
+def _check_ids(ids: Tensor | None, num_rows: int, name: str) -> Tensor | None:
+    if ids is None:
+        return None
+    if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.shape[0] != num_rows:
+        shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+        raise ValueError(f"`{name}` must be a 1-D tensor with one id per embedding ({num_rows}), got {shape}.")
+    return ids.long()
+
+
+def check_hierarchy(labels: Tensor, name: str = "labels") -> None:
+    """Raise ``ValueError`` if two rows share a label at column ``h`` but differ at a coarser column ``h + 1``.
+
+    >>> check_hierarchy(torch.tensor([[0, 0], [1, 0], [2, 1]]))
+    >>> check_hierarchy(torch.tensor([[0, 0], [0, 1]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: `labels` is not a consistent hierarchy: label 0 at column 0 has 2 different parents at column 1 ...
+    """
+    for h in range(labels.shape[1] - 1):
+        pairs = torch.unique(labels[:, h : h + 2], dim=0)
+        children, counts = torch.unique(pairs[:, 0], return_counts=True)
+        if (counts > 1).any():
+            bad = int(children[counts > 1][0])
+            raise ValueError(
+                f"`{name}` is not a consistent hierarchy: label {bad} at column {h} has "
+                f"{int(counts[counts > 1][0])} different parents at column {h + 1} "
+                "(column 0 must be the finest level, and each fine label must belong to one coarser label)."
+            )
+
+
+def prepare_inputs(
+    embeddings: Tensor,
+    labels: Tensor,
+    *,
+    ref_embeddings: Tensor | None = None,
+    ref_labels: Tensor | None = None,
+    ids: Tensor | None = None,
+    ref_ids: Tensor | None = None,
+) -> RetrievalInputs:
+    """Validate a retrieval problem and bring it to the computation dtype (see :func:`compute_dtype`).
+
+    Without ``ref_embeddings`` the batch is its own retrieval set and each query is excluded by position (ids default
+    to ``arange(B)``). With ``ref_embeddings``, ``ids`` and ``ref_ids`` are given together or not at all.
+
+    >>> x = prepare_inputs(torch.randn(4, 3), torch.tensor([0, 0, 1, 1]))
+    >>> x.queries.shape, x.query_labels.shape, x.query_ids.tolist()
+    (torch.Size([4, 3]), torch.Size([4, 1]), [0, 1, 2, 3])
+    """
+    _check_embeddings(embeddings, "embeddings")
+    labels = _as_label_matrix(labels, embeddings.shape[0], "labels")
+    ids = _check_ids(ids, embeddings.shape[0], "ids")
+    if ref_embeddings is None:
+        if ref_labels is not None or ref_ids is not None:
+            raise ValueError("`ref_labels`/`ref_ids` were given without `ref_embeddings`; pass all of them or none.")
+        ref_embeddings, ref_labels = embeddings, labels
+        if ids is None:
+            ids = torch.arange(embeddings.shape[0], device=embeddings.device)
+        ref_ids = ids
+    else:
+        if ref_labels is None:
+            raise ValueError("`ref_embeddings` was given without `ref_labels`; pass the labels of the retrieval set.")
+        _check_embeddings(ref_embeddings, "ref_embeddings")
+        ref_labels = _as_label_matrix(ref_labels, ref_embeddings.shape[0], "ref_labels")
+        ref_ids = _check_ids(ref_ids, ref_embeddings.shape[0], "ref_ids")
+        if (ids is None) != (ref_ids is None):
+            raise ValueError(
+                "`ids` and `ref_ids` must be given together: items are excluded from a query's ranking when their "
+                "id equals the query's id."
+            )
+        if ref_embeddings.shape[1] != embeddings.shape[1]:
+            raise ValueError(
+                f"`ref_embeddings` has dimension {ref_embeddings.shape[1]} but `embeddings` has {embeddings.shape[1]}."
+            )
+        if ref_labels.shape[1] != labels.shape[1]:
+            raise ValueError(
+                f"`ref_labels` has {ref_labels.shape[1]} label columns but `labels` has {labels.shape[1]}."
+            )
+    dtype = compute_dtype(embeddings.dtype)
+    return RetrievalInputs(
+        queries=embeddings.to(dtype),
+        query_labels=labels,
+        refs=ref_embeddings.to(dtype),
+        ref_labels=ref_labels,
+        query_ids=ids,
+        ref_ids=ref_ids,
+    )
+
+
+def levels_between(query_labels: Tensor, ref_labels: Tensor) -> Tensor:
+    """Level of every (query, item) pair: the number of label columns, from the coarsest, on which they agree.
+
+    Args:
+        query_labels: ``[Q, L]``.
+        ref_labels: ``[N, L]``.
+
+    Returns:
+        ``[Q, N]`` int64 in ``0..L``.
+
+    >>> levels_between(torch.tensor([[0, 0]]), torch.tensor([[0, 0], [1, 0], [2, 1]])).tolist()
+    [[2, 1, 0]]
+    """
+    agree = query_labels[:, None, :] == ref_labels[None, :, :]
+    return agree.flip(-1).cumprod(-1).sum(-1)
+
+
+def excluded_pairs(query_ids: Tensor | None, ref_ids: Tensor | None, num_refs: int) -> Tensor | None:
+    """``[Q, N]`` boolean mask of the pairs removed from the ranking (item id equals query id), or ``None``.
+
+    >>> excluded_pairs(torch.tensor([1, 2]), torch.tensor([0, 1, 2]), 3).tolist()
+    [[False, True, False], [False, False, True]]
+    """
+    if query_ids is None or ref_ids is None:
+        return None
+    return query_ids[:, None] == ref_ids[None, :]

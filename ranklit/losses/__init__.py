@@ -1,0 +1,1 @@
+"""Ranking losses as ``nn.Module`` (no Lightning import)."""

@@ -1,0 +1,1 @@
+"""Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import)."""

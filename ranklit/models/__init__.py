@@ -1,0 +1,1 @@
+"""Backbones, pooling, embedding head and the ``RetrievalModule``."""

@@ -1,0 +1,1 @@
+"""Training at scale: DDP gather, cross-batch memory, multistage backprop."""
