@@ -1,0 +1,126 @@
+"""Checks and reductions shared by the functional losses.
+
+Every functional loss takes ``scores`` ``[Q, N]`` (query ``q`` against item ``j`` of its retrieval set), a boolean
+``positives`` mask ``[Q, N]`` and an optional boolean ``valid`` mask ``[Q, N]`` (``False`` = the item is removed from
+that query's ranking, e.g. the query itself). The helpers here validate those arguments and hyper-parameters with
+plain-sentence errors, and average per-query values over the queries that have a positive (SPEC.md §0).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.ranking import default_chunk_size
+
+__all__ = [
+    "check_score_masks",
+    "require_positive_queries",
+    "query_mean",
+    "check_positive",
+    "check_in_range",
+    "resolve_chunk_size",
+    "check_chunk_size",
+]
+
+_NO_POSITIVE = (
+    "no query has a positive in its retrieval set (another item with the same fine label), so the ranking loss is "
+    "undefined. Sample batches with several images per class, e.g. `ranklit.data.PKSampler(labels, p, k)` with "
+    "k >= 2 (P classes x K images)."
+)
+
+
+def check_score_masks(scores: Tensor, positives: Tensor, valid: Tensor | None) -> Tensor:
+    """Validate ``scores`` ``[Q, N]`` and the boolean ``positives``/``valid`` masks of the same shape.
+
+    Returns:
+        The ``valid`` mask (all ``True`` when ``None`` was given), ``[Q, N]`` bool.
+
+    >>> check_score_masks(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.bool), None).all().item()
+    True
+    """
+    if not isinstance(scores, Tensor) or not scores.is_floating_point() or scores.ndim != 2:
+        raise ValueError(f"`scores` must be a floating-point [Q, N] tensor, got {_describe(scores)}.")
+    if not torch.isfinite(scores.detach()).all():
+        raise ValueError("`scores` contains NaN or infinite values; check the embeddings and the learning rate.")
+    for name, mask in (("positives", positives), ("valid", valid)):
+        if mask is None:
+            continue
+        if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != scores.shape:
+            raise ValueError(
+                f"`{name}` must be a bool tensor of the scores' shape {tuple(scores.shape)}, got {_describe(mask)}."
+            )
+    return torch.ones_like(scores, dtype=torch.bool) if valid is None else valid
+
+
+def require_positive_queries(positives: Tensor) -> Tensor:
+    """``[Q]`` mask of the queries with at least one positive; ``ValueError`` when there is none at all.
+
+    >>> require_positive_queries(torch.tensor([[True, False], [False, False]])).tolist()
+    [True, False]
+    """
+    has_positive = positives.any(dim=1)
+    if not bool(has_positive.any()):
+        raise ValueError(_NO_POSITIVE)
+    return has_positive
+
+
+def query_mean(values: Tensor, keep: Tensor) -> Tensor:
+    """Mean of the per-query ``values`` ``[Q]`` over the queries where ``keep`` is ``True`` (others are skipped).
+
+    >>> query_mean(torch.tensor([1.0, 5.0, 3.0]), torch.tensor([True, False, True])).item()
+    2.0
+    """
+    return torch.where(keep, values, torch.zeros_like(values)).sum() / keep.sum().clamp(min=1)
+
+
+def check_positive(name: str, value: float) -> float:
+    """Raise ``ValueError`` unless ``value`` is a finite number ``> 0``.
+
+    >>> check_positive("tau", 0.01)
+    0.01
+    """
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}.")
+    return float(value)
+
+
+def check_in_range(name: str, value: float, low: float, high: float) -> float:
+    """Raise ``ValueError`` unless ``low <= value <= high``.
+
+    >>> check_in_range("lam", 0.5, 0.0, 1.0)
+    0.5
+    """
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"`{name}` must be a number in [{low}, {high}], got {value!r}.")
+    return float(value)
+
+
+def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int, num_refs: int) -> int:
+    """The user's ``chunk_size`` (validated) or :func:`ranklit.functional.ranking.default_chunk_size`.
+
+    >>> resolve_chunk_size(None, 10, 2, 10), resolve_chunk_size(3, 10, 2, 10)
+    (10, 3)
+    """
+    if chunk_size is None:
+        return default_chunk_size(num_queries, row_width, num_refs)
+    return check_chunk_size(chunk_size)
+
+
+def check_chunk_size(chunk_size: int | None) -> int | None:
+    """Raise ``ValueError`` unless ``chunk_size`` is ``None`` or a positive int (queries per chunk).
+
+    >>> check_chunk_size(64)
+    64
+    """
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"`chunk_size` must be a positive int (queries per chunk) or None, got {chunk_size!r}.")
+    return chunk_size
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return type(value).__name__

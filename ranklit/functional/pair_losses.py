@@ -1,0 +1,125 @@
+"""Pair-based hinge losses on cosine similarities: ROADMAP's calibration loss and the contrastive (pair) loss.
+
+Both push each positive pair above a threshold and each negative pair below another one; they differ only in the
+reduction (per-query means for the calibration loss, per-query sums for the contrastive loss). Time and memory
+``O(Q N)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.loss_utils import check_in_range, check_score_masks, query_mean, require_positive_queries
+
+__all__ = ["calibration_loss", "contrastive_loss", "check_margins"]
+
+
+def check_margins(pos_name: str, pos_margin: float, neg_name: str, neg_margin: float) -> None:
+    """Both thresholds in ``[-1, 1]`` (cosine range) and the negative one not above the positive one.
+
+    >>> check_margins("alpha", 0.5, "beta", 0.9)
+    Traceback (most recent call last):
+    ...
+    ValueError: `beta` (0.9) must not exceed `alpha` (0.5): negatives are pushed below `beta`, positives above `alpha`.
+    """
+    check_in_range(pos_name, pos_margin, -1.0, 1.0)
+    check_in_range(neg_name, neg_margin, -1.0, 1.0)
+    if neg_margin > pos_margin:
+        raise ValueError(
+            f"`{neg_name}` ({neg_margin}) must not exceed `{pos_name}` ({pos_margin}): negatives are pushed below "
+            f"`{neg_name}`, positives above `{pos_name}`."
+        )
+
+
+def calibration_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    alpha: float = 0.9,
+    beta: float = 0.6,
+    active_only: bool = False,
+) -> Tensor:
+    """Calibration loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 7)::
+
+        L = mean_q [ (1/|P_q|) sum_{j in P_q} [alpha - s_j]_+  +  (1/|N_q|) sum_{j in N_q} [s_j - beta]_+ ]
+
+    Queries without a positive are skipped; a query without a negative has a zero negative term.
+    ``active_only=True`` reproduces the authors' code, which averages each term only over the pairs whose hinge is
+    active (a deliberate option; the paper's formula is the default).
+
+    Args:
+        scores: ``[Q, N]`` cosine similarities.
+        positives: ``[Q, N]`` bool positives mask.
+        valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
+        alpha: positives are pushed above ``alpha`` (0.9). beta: negatives below ``beta`` (0.6).
+        active_only: average over active hinges only (authors' code) instead of over all pairs.
+
+    Returns:
+        Scalar loss. Cost: time and memory ``O(Q N)``.
+
+    Example:
+        >>> s = torch.tensor([[0.8, 0.7, 0.5]])
+        >>> round(calibration_loss(s, torch.tensor([[True, False, False]])).item(), 4)
+        0.15
+    """
+    check_margins("alpha", alpha, "beta", beta)
+    pos_hinge, neg_hinge, positives, negatives, has_positive = _hinges(scores, positives, valid, alpha, beta)
+    if active_only:
+        positives, negatives = pos_hinge > 0, neg_hinge > 0
+    per_query = _masked_mean(pos_hinge, positives) + _masked_mean(neg_hinge, negatives)
+    return query_mean(per_query, has_positive)
+
+
+def contrastive_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    pos_margin: float = 1.0,
+    neg_margin: float = 0.5,
+) -> Tensor:
+    """Contrastive (pair) loss with cosine similarities (Hadsell et al. 2006, in the form of Wang et al., XBM 2020)::
+
+        L = mean_q [ sum_{j in P_q} [pos_margin - s_j]_+  +  sum_{j in N_q} [s_j - neg_margin]_+ ]
+
+    With the default ``pos_margin = 1`` the positive term is ``1 - s_j``. Queries without a positive are skipped.
+
+    Args:
+        scores: ``[Q, N]`` cosine similarities.
+        positives: ``[Q, N]`` bool positives mask.
+        valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
+        pos_margin: similarity positives are pulled to (1.0). neg_margin: negatives are pushed below it (0.5).
+
+    Returns:
+        Scalar loss. Cost: time and memory ``O(Q N)``.
+
+    Example:
+        >>> s = torch.tensor([[0.8, 0.7, 0.5]])
+        >>> round(contrastive_loss(s, torch.tensor([[True, False, False]])).item(), 4)
+        0.4
+    """
+    check_margins("pos_margin", pos_margin, "neg_margin", neg_margin)
+    pos_hinge, neg_hinge, _, _, has_positive = _hinges(scores, positives, valid, pos_margin, neg_margin)
+    return query_mean(pos_hinge.sum(dim=1) + neg_hinge.sum(dim=1), has_positive)
+
+
+def _hinges(
+    scores: Tensor, positives: Tensor, valid: Tensor | None, pos_margin: float, neg_margin: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Masked hinges ``[pos_margin - s]_+`` on positives and ``[s - neg_margin]_+`` on negatives, the two masks and
+    the ``[Q]`` mask of queries with a positive."""
+    valid = check_score_masks(scores, positives, valid)
+    positives = positives & valid
+    negatives = valid & ~positives
+    has_positive = require_positive_queries(positives)
+    zero = torch.zeros_like(scores)
+    pos_hinge = torch.where(positives, (pos_margin - scores).clamp(min=0), zero)
+    neg_hinge = torch.where(negatives, (scores - neg_margin).clamp(min=0), zero)
+    return pos_hinge, neg_hinge, positives, negatives, has_positive
+
+
+def _masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """Row means of ``values`` over ``mask`` (0 for an empty row)."""
+    return values.sum(dim=1) / mask.sum(dim=1).clamp(min=1)

@@ -1,0 +1,171 @@
+"""Smooth-rank AP losses: Smooth-AP (Brown et al. 2020) and SupAP (Ramzi et al., ROADMAP, NeurIPS 2021).
+
+Both write the AP of query ``q`` from the ranks of its positives ``k`` (SPEC.md §1-2)::
+
+    AP_q = (1/R) sum_{k in P_q} rank+(k) / rank(k)
+    rank+(k) = 1 + sum_{j in P_q, j != k} H(s_j - s_k),   rank(k) = rank+(k) + sum_{j in N_q} H(s_j - s_k)
+
+and replace the step ``H`` by a smooth function. Only the positives are ranked: the differences ``s_j - s_k`` form a
+``[Q, P, N]`` tensor with ``P`` the largest number of positives of a query (``K - 1`` in P x K batches), built chunk
+of queries by chunk of queries (:func:`ranklit.functional.ranking.map_query_chunks`, checkpointed under autograd).
+Time ``O(Q P N)``; peak memory ``O(chunk P N + Q N)``, never ``Q x N x N``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.loss_utils import (
+    check_positive,
+    check_score_masks,
+    query_mean,
+    require_positive_queries,
+    resolve_chunk_size,
+)
+from ranklit.functional.ranking import (
+    heaviside,
+    map_query_chunks,
+    select_columns,
+    selected_differences,
+    sigmoid_step,
+    supap_upper_step,
+)
+
+__all__ = ["smooth_ap_loss", "supap_loss"]
+
+
+def smooth_ap_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    tau: float = 0.01,
+    chunk_size: int | None = None,
+) -> Tensor:
+    """Smooth-AP loss (Brown et al., ECCV 2020): every Heaviside step replaced by ``sigma(x / tau)``::
+
+        L = 1 - mean_q (1/R_q) sum_{k in P_q} (1 + sum_{j in P_q, j!=k} sig(s_j - s_k))
+                                             / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
+
+    with ``sig(x) = sigma(x / tau)``, exponent clamped to ``+-50``. Unlike the authors' code the query is not part of
+    its own ranking (SPEC.md §0). Queries without a positive are skipped.
+
+    Args:
+        scores: ``[Q, N]`` cosine similarities of each query to its retrieval set.
+        positives: ``[Q, N]`` bool, ``True`` where the item shares the query's (fine) label.
+        valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
+            when ``None``.
+        tau: sigmoid temperature (default 0.01).
+        chunk_size: queries per chunk (default: :func:`~ranklit.functional.ranking.default_chunk_size`).
+
+    Returns:
+        Scalar loss in ``[0, 1)``.
+
+    Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)`` with ``P`` the largest number of positives per query.
+
+    Example:
+        >>> s = torch.tensor([[0.9, 0.1, 0.8]])
+        >>> round(smooth_ap_loss(s, torch.tensor([[True, False, True]])).item(), 4)
+        0.0
+    """
+    tau = check_positive("tau", tau)
+    return _smooth_rank_loss(partial(_smooth_ap_chunk, tau=tau), scores, positives, valid, chunk_size)
+
+
+def supap_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    chunk_size: int | None = None,
+) -> Tensor:
+    """SupAP loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 4-5): an upper bound of ``1 - AP``::
+
+        L = 1 - mean_q (1/R_q) sum_{k in P_q} rank+(k) / (rank+(k) + sum_{j in N_q} H^-(s_j - s_k))
+
+    ``rank+`` uses the exact step (no gradient) and the negatives the upper bound ``H^-``
+    (:func:`~ranklit.functional.ranking.supap_upper_step`): ``sigma(t/tau)`` for ``t <= 0``, ``+ 0.5`` on
+    ``(0, delta]`` and a slope ``rho`` beyond ``delta``. Since ``H^- >= H`` off ties, ``L >= 1 - AP``; an exact tie
+    of a negative with a positive (``H(0) = 1`` but ``H^-(0) = 0.5``) is the only exception. The authors' configs
+    (``offset = 1.44``, or ``start = 0`` on iNaturalist) are deliberately not reproduced; the query is excluded from
+    its own ranking. Queries without a positive are skipped.
+
+    Args:
+        scores: ``[Q, N]`` cosine similarities.
+        positives: ``[Q, N]`` bool positives mask.
+        valid: ``[Q, N]`` bool mask of the items in each query's ranking (``None`` = all).
+        tau: sigmoid temperature (0.01). rho: slope of the linear part (100). delta: start of the linear part (0.05).
+        chunk_size: queries per chunk (default from the memory budget).
+
+    Returns:
+        Scalar loss in ``[0, 1)``.
+
+    Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)``.
+
+    Example:
+        >>> s = torch.tensor([[0.9, 0.1, 0.8]])
+        >>> round(supap_loss(s, torch.tensor([[True, False, False]])).item(), 4)
+        0.0
+    """
+    kw = {"tau": check_positive("tau", tau), "rho": check_positive("rho", rho), "delta": check_positive("delta", delta)}
+    return _smooth_rank_loss(partial(_supap_chunk, **kw), scores, positives, valid, chunk_size)
+
+
+def _smooth_rank_loss(
+    chunk_fn: Callable[..., Tensor], scores: Tensor, positives: Tensor, valid: Tensor | None, chunk_size: int | None
+) -> Tensor:
+    valid = check_score_masks(scores, positives, valid)
+    positives = positives & valid
+    has_positive = require_positive_queries(positives)
+    index, ranked = select_columns(positives)
+    size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
+    ap = map_query_chunks(chunk_fn, scores, positives, valid, index, ranked, chunk_size=size)
+    return 1.0 - query_mean(ap, has_positive)
+
+
+def _others(index: Tensor, num_refs: int) -> Tensor:
+    """``[Q, P, N]`` mask, ``False`` at the ranked item's own column (``j != k``)."""
+    return torch.arange(num_refs, device=index.device)[None, None, :] != index[:, :, None]
+
+
+def _mean_ratio(numerator: Tensor, denominator: Tensor, ranked: Tensor) -> Tensor:
+    """Per-query mean of ``numerator / denominator`` over the real (non-padding) ranked items."""
+    ratio = torch.where(ranked, numerator / denominator, torch.zeros_like(numerator))
+    return ratio.sum(dim=1) / ranked.sum(dim=1).clamp(min=1)
+
+
+def _smooth_ap_chunk(
+    scores: Tensor, positives: Tensor, valid: Tensor, index: Tensor, ranked: Tensor, *, tau: float
+) -> Tensor:
+    steps = sigmoid_step(selected_differences(scores, index), tau)
+    steps = torch.where(valid[:, None, :] & _others(index, scores.shape[1]), steps, torch.zeros_like(steps))
+    rank = 1.0 + steps.sum(dim=-1)
+    rank_pos = 1.0 + (steps * positives[:, None, :]).sum(dim=-1)
+    return _mean_ratio(rank_pos, rank, ranked)
+
+
+def _supap_chunk(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor,
+    index: Tensor,
+    ranked: Tensor,
+    *,
+    tau: float,
+    rho: float,
+    delta: float,
+) -> Tensor:
+    diff = selected_differences(scores, index)
+    exact = heaviside(diff.detach()) * (positives[:, None, :] & _others(index, scores.shape[1]))
+    rank_pos = 1.0 + exact.sum(dim=-1)
+    upper = supap_upper_step(diff, tau, rho, delta)
+    negatives = (valid & ~positives)[:, None, :]
+    rank_neg = torch.where(negatives, upper, torch.zeros_like(upper)).sum(dim=-1)
+    return _mean_ratio(rank_pos, rank_pos + rank_neg, ranked)

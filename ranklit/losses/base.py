@@ -1,0 +1,100 @@
+"""Shared plumbing of the ranking losses: validation, scores, exclusion mask and positives.
+
+A loss module is called as ``loss(embeddings, labels, *, ref_embeddings=None, ref_labels=None, ids=None,
+ref_ids=None)``. The base classes here validate the call (:func:`ranklit.functional.inputs.prepare_inputs`), compute
+the cosine scores ``queries @ refs.T`` in the computation dtype (float64 stays float64; float32, bfloat16 and float16
+are computed in float32), build the ``[Q, N]`` mask of the items each query ranks, and hand them to a hook:
+
+- :class:`RetrievalLoss` -> ``retrieval_loss(scores, inputs, valid)``: the most general hook, with every label column.
+- :class:`BinaryRetrievalLoss` -> ``binary_loss(scores, positives, valid)``: positives share the query's finest
+  label (column 0); a batch where no query has a positive raises ``ValueError``.
+- :class:`LevelRetrievalLoss` -> ``level_loss(scores, levels, valid)``: hierarchical losses receive the ``[Q, N]``
+  levels (``0..L``, number of agreeing label columns from the coarsest; SPEC.md §0) after a hierarchy check.
+
+Embeddings are assumed L2-normalised (the model normalises them), so scores are cosine similarities.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ranklit.functional.inputs import (
+    RetrievalInputs,
+    check_hierarchy,
+    excluded_pairs,
+    levels_between,
+    prepare_inputs,
+)
+from ranklit.functional.loss_utils import require_positive_queries
+
+__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "LevelRetrievalLoss"]
+
+
+class RetrievalLoss(nn.Module):
+    """Base class of the losses that rank a retrieval set for each query.
+
+    Subclasses implement :meth:`retrieval_loss`. Without ``ref_embeddings`` every batch item is a query ranking the
+    rest of the batch; with them, queries rank the given retrieval set (DDP gather, memory bank) and an item is
+    removed from a query's ranking when ``ref_ids`` equals the query's ``ids`` (pass both or neither).
+
+    Cost: the scores take ``O(Q N D)`` time and ``O(Q N)`` memory on top of the subclass's own cost.
+    """
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        *,
+        ref_embeddings: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+        ids: Tensor | None = None,
+        ref_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``."""
+        inputs = prepare_inputs(
+            embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids
+        )
+        scores = inputs.queries @ inputs.refs.T
+        excluded = excluded_pairs(inputs.query_ids, inputs.ref_ids, inputs.refs.shape[0])
+        valid = torch.ones_like(scores, dtype=torch.bool) if excluded is None else ~excluded
+        return self.retrieval_loss(scores, inputs, valid)
+
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        """Loss from the ``[Q, N]`` ``scores``, the validated ``inputs`` and the ``[Q, N]`` bool ``valid`` mask."""
+        raise NotImplementedError
+
+
+class BinaryRetrievalLoss(RetrievalLoss):
+    """Base class of the binary losses: an item is a positive when it shares the query's finest label (column 0).
+
+    Subclasses implement :meth:`binary_loss`. Queries without a positive are skipped by the functional forms; a batch
+    where no query has one raises ``ValueError`` pointing at the P x K sampler.
+    """
+
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        positives = (inputs.query_labels[:, :1] == inputs.ref_labels[:, 0][None, :]) & valid
+        require_positive_queries(positives)
+        return self.binary_loss(scores, positives, valid)
+
+    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
+        """Loss from ``[Q, N]`` scores and the bool ``positives`` (subset of ``valid``) and ``valid`` masks."""
+        raise NotImplementedError
+
+
+class LevelRetrievalLoss(RetrievalLoss):
+    """Base class of the hierarchical losses: they receive the level of every (query, item) pair.
+
+    Subclasses implement :meth:`level_loss`. The labels of queries and retrieval set must form one consistent
+    hierarchy (``ValueError`` otherwise); a batch where no query has an item of level ``>= 1`` raises ``ValueError``.
+    """
+
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        check_hierarchy(torch.cat([inputs.query_labels, inputs.ref_labels]))
+        levels = levels_between(inputs.query_labels, inputs.ref_labels)
+        require_positive_queries((levels > 0) & valid)
+        return self.level_loss(scores, levels, valid)
+
+    def level_loss(self, scores: Tensor, levels: Tensor, valid: Tensor) -> Tensor:
+        """Loss from ``[Q, N]`` scores, int64 ``levels`` in ``0..L`` and the bool ``valid`` mask."""
+        raise NotImplementedError

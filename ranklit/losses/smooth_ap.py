@@ -1,0 +1,76 @@
+"""Smooth-rank AP losses as modules: :class:`SmoothAPLoss` (Brown et al. 2020) and :class:`SupAPLoss` (ROADMAP)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from ranklit.functional.loss_utils import check_chunk_size, check_positive
+from ranklit.functional.smooth_rank import smooth_ap_loss, supap_loss
+from ranklit.losses.base import BinaryRetrievalLoss
+
+__all__ = ["SmoothAPLoss", "SupAPLoss"]
+
+
+class SmoothAPLoss(BinaryRetrievalLoss):
+    """Smooth-AP (Brown et al., ECCV 2020): ``1 - mAP`` with every step replaced by ``sigma(x / tau)``.
+
+    See :func:`ranklit.functional.smooth_ap_loss` for the formula. Positives share the finest label (column 0 of
+    ``[B, L]`` labels); the query is excluded from its own ranking (the authors' code keeps it). Embeddings are assumed
+    L2-normalised. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per query), never ``B^3``.
+
+    Args:
+        tau: sigmoid temperature (0.01).
+        chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+
+    Example:
+        >>> import torch
+        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
+        >>> loss = SmoothAPLoss()(emb, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]))
+        >>> 0.0 <= loss.item() <= 1.0
+        True
+    """
+
+    def __init__(self, tau: float = 0.01, chunk_size: int | None = None) -> None:
+        super().__init__()
+        self.tau = check_positive("tau", tau)
+        self.chunk_size = check_chunk_size(chunk_size)
+
+    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
+        return smooth_ap_loss(scores, positives, valid, tau=self.tau, chunk_size=self.chunk_size)
+
+
+class SupAPLoss(BinaryRetrievalLoss):
+    """SupAP (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 5): a smooth upper bound of ``1 - mAP``.
+
+    The ranks among positives use the exact step (no gradient); the negatives use ``H^-`` (sigmoid, +0.5 jump on
+    ``(0, delta]``, slope ``rho`` beyond). See :func:`ranklit.functional.supap_loss`. Positives share the finest
+    label; the query is excluded from its own ranking; embeddings are assumed L2-normalised. Time ``O(B P N)``, peak
+    memory ``O(chunk P N + B N)``.
+
+    Args:
+        tau: sigmoid temperature (0.01).
+        rho: slope of the linear part of ``H^-`` (100).
+        delta: where the linear part starts (0.05).
+        chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+
+    Example:
+        >>> import torch
+        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
+        >>> loss = SupAPLoss()(emb, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]))
+        >>> 0.0 <= loss.item() <= 1.0
+        True
+    """
+
+    def __init__(
+        self, tau: float = 0.01, rho: float = 100.0, delta: float = 0.05, chunk_size: int | None = None
+    ) -> None:
+        super().__init__()
+        self.tau = check_positive("tau", tau)
+        self.rho = check_positive("rho", rho)
+        self.delta = check_positive("delta", delta)
+        self.chunk_size = check_chunk_size(chunk_size)
+
+    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
+        return supap_loss(
+            scores, positives, valid, tau=self.tau, rho=self.rho, delta=self.delta, chunk_size=self.chunk_size
+        )

@@ -1,0 +1,117 @@
+"""Float64 brute-force losses written straight from SPEC.md §0 and §2 (loops over queries and ranked items).
+
+Independent of ranklit: each oracle takes the module call's arguments, builds each query's retrieval set by the ids
+rule, and evaluates the formula item by item with differentiable torch scalars, so values *and* gradients can be
+compared with the library.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def problem(emb, labels, ref_emb=None, ref_labels=None, ids=None, ref_ids=None):
+    """Queries, [Q, L] labels, retrieval set, and for each query the list of indices of its retrieval set."""
+    labels = labels[:, None] if labels.ndim == 1 else labels
+    if ref_emb is None:
+        ref_emb, ref_labels = emb, labels
+        ids = torch.arange(emb.shape[0]) if ids is None else ids
+        ref_ids = ids
+    ref_labels = ref_labels[:, None] if ref_labels.ndim == 1 else ref_labels
+    omegas = []
+    for q in range(emb.shape[0]):
+        omegas.append([j for j in range(ref_emb.shape[0]) if ids is None or int(ids[q]) != int(ref_ids[j])])
+    return emb.double(), labels, ref_emb.double(), ref_labels, omegas
+
+
+def sig(x: Tensor, tau: float) -> Tensor:
+    return torch.sigmoid(torch.clamp(x / tau, -50.0, 50.0))
+
+
+def exact_h(x: Tensor) -> float:
+    return 1.0 if float(x.detach()) >= 0 else 0.0
+
+
+def h_minus(t: Tensor, tau: float, rho: float, delta: float) -> Tensor:
+    if float(t.detach()) <= 0:
+        return sig(t, tau)
+    if float(t.detach()) <= delta:
+        return sig(t, tau) + 0.5
+    return rho * (t - delta) + torch.sigmoid(torch.tensor(delta / tau, dtype=torch.float64)) + 0.5
+
+
+def _binary_queries(args):
+    """Yield (scores of q against every ref, positive list, negative list) for the queries with a positive."""
+    emb, labels, ref, ref_labels, omegas = problem(*args)
+    for q in range(emb.shape[0]):
+        s = ref @ emb[q]
+        pos = [j for j in omegas[q] if int(ref_labels[j, 0]) == int(labels[q, 0])]
+        neg = [j for j in omegas[q] if int(ref_labels[j, 0]) != int(labels[q, 0])]
+        if pos:
+            yield q, s, pos, neg
+
+
+def smooth_ap(*args, tau=0.01):
+    aps = []
+    for _, s, pos, neg in _binary_queries(args):
+        total = 0.0
+        for k in pos:
+            rank_pos = 1.0 + sum(sig(s[j] - s[k], tau) for j in pos if j != k)
+            rank = rank_pos + sum(sig(s[j] - s[k], tau) for j in neg)
+            total = total + rank_pos / rank
+        aps.append(total / len(pos))
+    return 1.0 - sum(aps) / len(aps)
+
+
+def supap(*args, tau=0.01, rho=100.0, delta=0.05):
+    aps = []
+    for _, s, pos, neg in _binary_queries(args):
+        total = 0.0
+        for k in pos:
+            rank_pos = 1.0 + sum(exact_h(s[j] - s[k]) for j in pos if j != k)
+            rank_neg = sum(h_minus(s[j] - s[k], tau, rho, delta) for j in neg)
+            total = total + rank_pos / (rank_pos + rank_neg)
+        aps.append(total / len(pos))
+    return 1.0 - sum(aps) / len(aps)
+
+
+def average_precision(*args):
+    """Exact mAP (SPEC.md §1, H(0) = 1) over the queries with a positive."""
+    aps = []
+    for _, s, pos, neg in _binary_queries(args):
+        total = 0.0
+        for k in pos:
+            rank_pos = 1.0 + sum(exact_h(s[j] - s[k]) for j in pos if j != k)
+            total += rank_pos / (rank_pos + sum(exact_h(s[j] - s[k]) for j in neg))
+        aps.append(total / len(pos))
+    return sum(aps) / len(aps)
+
+
+def calibration(*args, alpha=0.9, beta=0.6, active_only=False):
+    terms = []
+    for _, s, pos, neg in _binary_queries(args):
+        pos_h = [torch.clamp(alpha - s[j], min=0) for j in pos]
+        neg_h = [torch.clamp(s[j] - beta, min=0) for j in neg]
+        if active_only:
+            pos_h = [h for h in pos_h if float(h.detach()) > 0]
+            neg_h = [h for h in neg_h if float(h.detach()) > 0]
+        term = sum(pos_h) / len(pos_h) if pos_h else 0.0
+        terms.append(term + (sum(neg_h) / len(neg_h) if neg_h else 0.0))
+    return sum(terms) / len(terms)
+
+
+def roadmap(*args, lam=0.5):
+    return (1 - lam) * supap(*args) + lam * calibration(*args)
+
+
+def contrastive(*args, pos_margin=1.0, neg_margin=0.5):
+    terms = []
+    for _, s, pos, neg in _binary_queries(args):
+        terms.append(
+            sum(torch.clamp(pos_margin - s[j], min=0) for j in pos)
+            + sum(torch.clamp(s[j] - neg_margin, min=0) for j in neg)
+        )
+    return sum(terms) / len(terms)
