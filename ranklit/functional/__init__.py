@@ -1,1 +1,4 @@
 """Pure-torch ranking machinery, losses and metrics (no Lightning)."""
+
+from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
+from ranklit.functional.smooth_rank import smooth_ap_loss, supap_loss
