@@ -1,0 +1,311 @@
+"""P×K and hierarchical ("hard") batch samplers, seeded per epoch and aware of the DDP rank (SPEC.md §3).
+
+Both samplers are ``torch.utils.data.Sampler[list[int]]`` objects passed to a ``DataLoader`` as ``batch_sampler=``.
+Each epoch, every rank rebuilds the same plan of batches from a generator seeded with ``seed + epoch`` and keeps the
+batches ``rank, rank + world_size, ...`` of it: ranks draw distinct batches of one permutation, all ranks run the same
+number of steps, and no global random state is touched. Lightning's own distributed sampler must be switched off
+(``trainer.use_distributed_sampler: false``); if it is left on, constructing the sampler anew fails with a message
+that says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch.utils.data import Sampler
+
+__all__ = ["PKSampler", "HierarchicalSampler", "SmallClasses"]
+
+SmallClasses = Literal["replace", "skip"]
+
+
+def _process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """Explicit ``rank``/``world_size``, else those of the running process group, else ``0``/``1``."""
+    running = dist.is_available() and dist.is_initialized()
+    if world_size is None:
+        world_size = dist.get_world_size() if running else 1
+    if rank is None:
+        rank = dist.get_rank() if running else 0
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"`world_size` must be a positive integer, got {world_size!r}.")
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        raise ValueError(f"`rank` must be an integer in [0, world_size={world_size}), got {rank!r}.")
+    return rank, world_size
+
+
+def _label_matrix(labels: Tensor | Sequence[int], min_columns: int) -> Tensor:
+    """Labels as a long ``[N, L]`` matrix (column 0 finest), with a clear error for anything else."""
+    labels = torch.as_tensor(labels)
+    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise TypeError(f"`labels` must hold integers, got dtype {labels.dtype}; pass `dataset.labels`.")
+    matrix = labels[:, None] if labels.dim() == 1 else labels
+    if matrix.dim() != 2 or matrix.shape[0] == 0 or matrix.shape[1] < min_columns:
+        expected = "[N] or [N, L]" if min_columns == 1 else f"[N, L] with L >= {min_columns} (fine, coarser...)"
+        raise ValueError(f"`labels` must be a non-empty {expected} tensor, got shape {tuple(labels.shape)}.")
+    return matrix.long()
+
+
+def _positive_int(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return value
+
+
+def _class_members(fine: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """Distinct fine labels (sorted) and, for each, the dataset indices holding it (ascending)."""
+    classes, counts = torch.unique(fine, return_counts=True)
+    order = torch.argsort(fine, stable=True)
+    return classes, list(order.split(counts.tolist()))
+
+
+def _eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:
+    """Positions of the classes a batch may use, warning about (and maybe skipping) classes with fewer than K images."""
+    if small_classes not in ("replace", "skip"):
+        raise ValueError(f"`small_classes` must be 'replace' or 'skip', got {small_classes!r}.")
+    small = [c for c, m in enumerate(members) if len(m) < k]
+    if small:
+        action = "skipped" if small_classes == "skip" else "completed by drawing with replacement"
+        warnings.warn(
+            f"{owner}: {len(small)} of {len(members)} classes have fewer than k={k} images; they are {action} "
+            f"(`small_classes={small_classes!r}`).",
+            stacklevel=3,
+        )
+    if small_classes == "skip":
+        return [c for c, m in enumerate(members) if len(m) >= k]
+    return list(range(len(members)))
+
+
+def _draw(members: Tensor, k: int, generator: torch.Generator) -> list[int]:
+    """K indices of one class: without replacement, or every image then random repeats if the class has fewer."""
+    n = len(members)
+    picks = torch.randperm(n, generator=generator)[:k]
+    if n < k:
+        picks = torch.cat([picks, torch.randint(n, (k - n,), generator=generator)])
+    return members[picks].tolist()
+
+
+def _batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what: str) -> int:
+    """Batches each rank runs: the plan rounded down (``drop_last``) or up to a multiple of ``world_size``."""
+    per_rank = math.floor(num_batches / world_size) if drop_last else math.ceil(num_batches / world_size)
+    if per_rank < 1:
+        raise ValueError(
+            f"{what} give {num_batches:g} full batch(es) per epoch, fewer than world_size={world_size}; "
+            "use a smaller `p`, or `drop_last=False`."
+        )
+    return per_rank
+
+
+class _EpochBatchSampler(Sampler[list[int]]):
+    """Shared machinery: epoch seeding, rank split, length, and the guard against Lightning's sampler injection."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _EpochBatchSampler:
+        # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when
+        # `use_distributed_sampler` is on; that would silently break the per-rank split, so refuse it loudly.
+        if args and isinstance(args[0], Sampler):
+            raise TypeError(
+                f"`{cls.__name__}` received a `{type(args[0]).__name__}` instead of labels: Lightning is trying to "
+                f"inject its distributed sampler, but `{cls.__name__}` already gives each DDP rank its own batches. "
+                "Set `trainer.use_distributed_sampler: false` in the config (`Trainer(use_distributed_sampler=False)`)."
+            )
+        return super().__new__(cls)
+
+    def _setup(self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool) -> None:
+        self.p, self.k = _positive_int(p, "p"), _positive_int(k, "k")
+        self.batch_size = self.p * self.k
+        self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
+        self.rank, self.world_size = _process_group(rank, world_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch)."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        plan = self._plan(generator)
+        plan = list(itertools.islice(itertools.cycle(plan), self.num_batches * self.world_size))
+        return iter(plan[self.rank :: self.world_size])
+
+    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+        raise NotImplementedError
+
+
+class PKSampler(_EpochBatchSampler):
+    """Batches of ``p`` classes × ``k`` images, every class about once per epoch (SPEC.md §3).
+
+    Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
+    ``p`` classes form the batches (the last group is completed with the first classes of the permutation unless
+    ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. Classes with fewer
+    than ``k`` images are either completed with repeats (``small_classes="replace"``: all their images, then draws
+    with replacement) or skipped (``"skip"``); either way a warning counts them. The batches are dealt round-robin
+    to the DDP ranks, so every rank gets ``len(sampler)`` distinct batches of the same plan.
+
+    Args:
+        labels: ``[N]`` or ``[N, L]`` integer labels (column 0, the finest, is used), e.g. ``dataset.labels``.
+        p: classes per batch.
+        k: images per class.
+        seed: base seed; epoch ``e`` uses ``seed + e``.
+        rank: this process's rank; defaults to the running process group's, else 0.
+        world_size: number of processes; defaults to the running process group's, else 1.
+        small_classes: ``"replace"`` or ``"skip"`` for classes with fewer than ``k`` images.
+        drop_last: drop the incomplete last group of classes (and round the batch count down to a multiple of
+            ``world_size``) instead of completing it (rounding up).
+
+    Raises:
+        ValueError: fewer than ``p`` eligible classes, or non-positive ``p``/``k``.
+
+    Time and memory: O(N) to build, O(N + C) per epoch (one ``randperm`` per drawn class).
+
+    Example:
+        >>> labels = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+        >>> sampler = PKSampler(labels, p=2, k=2, seed=0)
+        >>> len(sampler), [len(batch) for batch in sampler]
+        (2, [4, 4])
+        >>> sorted(i for batch in sampler for i in batch)
+        [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+
+    def __init__(
+        self,
+        labels: Tensor | Sequence[int],
+        p: int,
+        k: int,
+        *,
+        seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        small_classes: SmallClasses = "replace",
+        drop_last: bool = False,
+    ) -> None:
+        self._setup(p, k, seed, rank, world_size, drop_last)
+        _, members = _class_members(_label_matrix(labels, 1)[:, 0])
+        eligible = _eligible_classes(members, self.k, small_classes, "PKSampler")
+        if len(eligible) < self.p:
+            raise ValueError(
+                f"PKSampler needs at least p={self.p} classes with usable images, found {len(eligible)}; "
+                "lower `p` or use `small_classes='replace'`."
+            )
+        self.small_classes = small_classes
+        self._members = [members[c] for c in eligible]
+        self.num_classes = len(eligible)
+        self.num_batches = _batches_per_rank(self.num_classes / self.p, self.world_size, self.drop_last, "The classes")
+
+    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+        order = torch.randperm(self.num_classes, generator=generator).tolist()
+        sequence = list(itertools.islice(itertools.cycle(order), self.num_batches * self.world_size * self.p))
+        return [
+            [i for c in sequence[b : b + self.p] for i in _draw(self._members[c], self.k, generator)]
+            for b in range(0, len(sequence), self.p)
+        ]
+
+
+class HierarchicalSampler(_EpochBatchSampler):
+    """FastAP's "hard" batches: two super-classes per batch, half of the batch from each (SPEC.md §3).
+
+    Each half holds ``p // 2`` fine classes × ``k`` images of one super-class, so a batch has ``p × k`` items and
+    its negatives are mostly of the same super-class (FastAP §4.2, supp. A; HAPPIER and ROADMAP on SOP). An epoch
+    visits every unordered pair of eligible super-classes ``batches_per_super_pair`` times, in an order shuffled by
+    the ``seed + epoch`` generator; within a super-class the fine classes are consumed from a per-epoch permutation,
+    cyclically, so they are spread evenly. A fine class can be dropped or completed as in :class:`PKSampler`; a
+    super-class with fewer than ``p // 2`` eligible fine classes is skipped (with a warning).
+
+    Args:
+        labels: ``[N, L]`` integer labels, ``L >= 2``, column 0 the finest.
+        p: fine classes per batch (even; ``p // 2`` per half).
+        k: images per fine class.
+        batches_per_super_pair: batches per pair of super-classes per epoch (FastAP: 5 on SOP, 2 on In-Shop).
+        super_column: the label column holding the super-class (default 1, the level above the finest).
+        seed, rank, world_size, small_classes, drop_last: as in :class:`PKSampler` (``drop_last`` rounds the number
+            of batches down to a multiple of ``world_size`` instead of up).
+
+    Raises:
+        ValueError: odd ``p``, fewer than two eligible super-classes, a fine class under two super-classes.
+
+    Time and memory: O(N) to build, O(N + S² · batches_per_super_pair · p) per epoch for S super-classes.
+
+    Example:
+        >>> fine = torch.arange(8).repeat_interleave(2)
+        >>> labels = torch.stack([fine, fine // 4], dim=1)  # 8 classes of 2 images, 2 super-classes
+        >>> sampler = HierarchicalSampler(labels, p=4, k=2, batches_per_super_pair=3)
+        >>> batches = list(sampler)
+        >>> len(sampler), [sorted(set(labels[b, 1].tolist())) for b in batches]
+        (3, [[0, 1], [0, 1], [0, 1]])
+    """
+
+    def __init__(
+        self,
+        labels: Tensor | Sequence[Sequence[int]],
+        p: int,
+        k: int,
+        *,
+        batches_per_super_pair: int = 10,
+        super_column: int = 1,
+        seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        small_classes: SmallClasses = "replace",
+        drop_last: bool = False,
+    ) -> None:
+        self._setup(p, k, seed, rank, world_size, drop_last)
+        if self.p % 2:
+            raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
+        self.batches_per_super_pair = _positive_int(batches_per_super_pair, "batches_per_super_pair")
+        matrix = _label_matrix(labels, 2)
+        if not -matrix.shape[1] <= super_column < matrix.shape[1] or super_column in (0, -matrix.shape[1]):
+            raise ValueError(
+                f"`super_column` must index a coarser column of the {matrix.shape[1]}-column labels (1..L-1), "
+                f"got {super_column}."
+            )
+        classes, members = _class_members(matrix[:, 0])
+        if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(classes):
+            raise ValueError(
+                f"`labels` are not a hierarchy: some fine class (column 0) spans several super-classes (column "
+                f"{super_column}); every fine label must map to one super-class."
+            )
+        supers_of_class = [int(matrix[m[0], super_column]) for m in members]
+        by_super: dict[int, list[Tensor]] = {}
+        for c in _eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
+            by_super.setdefault(supers_of_class[c], []).append(members[c])
+        half = self.p // 2
+        too_small = sorted(s for s, fine in by_super.items() if len(fine) < half)
+        if too_small:
+            warnings.warn(
+                f"HierarchicalSampler: {len(too_small)} super-classes have fewer than p // 2 = {half} usable fine "
+                f"classes and are skipped: {too_small[:10]}{'...' if len(too_small) > 10 else ''}.",
+                stacklevel=2,
+            )
+        self._supers = [fine for s, fine in sorted(by_super.items()) if len(fine) >= half]
+        if len(self._supers) < 2:
+            raise ValueError(
+                f"HierarchicalSampler needs at least 2 super-classes with p // 2 = {half} usable fine classes each, "
+                f"found {len(self._supers)}; lower `p` or use `PKSampler`."
+            )
+        self.small_classes = small_classes
+        self.num_super_classes = len(self._supers)
+        self.num_classes = sum(len(fine) for fine in self._supers)
+        num_planned = math.comb(self.num_super_classes, 2) * self.batches_per_super_pair
+        self.num_batches = _batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
+
+    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+        pairs = list(itertools.combinations(range(self.num_super_classes), 2)) * self.batches_per_super_pair
+        streams = [
+            itertools.cycle(torch.randperm(len(fine), generator=generator).tolist()) for fine in self._supers
+        ]
+        half = self.p // 2
+        plan = []
+        for pair in torch.randperm(len(pairs), generator=generator).tolist():
+            batch: list[int] = []
+            for s in pairs[pair]:
+                for c in itertools.islice(streams[s], half):
+                    batch += _draw(self._supers[s][c], self.k, generator)
+            plan.append(batch)
+        return plan
