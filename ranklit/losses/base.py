@@ -28,7 +28,17 @@ from ranklit.functional.inputs import (
 )
 from ranklit.functional.loss_utils import require_positive_queries
 
-__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "LevelRetrievalLoss"]
+__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "LevelRetrievalLoss", "binary_positives"]
+
+
+def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+    """``[Q, N]`` bool: the item is in the query's ranking and shares its finest label (column 0).
+
+    Raises ``ValueError`` (pointing at the P x K sampler) when no query has a positive.
+    """
+    positives = (inputs.query_labels[:, :1] == inputs.ref_labels[:, 0][None, :]) & valid
+    require_positive_queries(positives)
+    return positives
 
 
 class RetrievalLoss(nn.Module):
@@ -73,9 +83,7 @@ class BinaryRetrievalLoss(RetrievalLoss):
     """
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
-        positives = (inputs.query_labels[:, :1] == inputs.ref_labels[:, 0][None, :]) & valid
-        require_positive_queries(positives)
-        return self.binary_loss(scores, positives, valid)
+        return self.binary_loss(scores, binary_positives(inputs, valid), valid)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         """Loss from ``[Q, N]`` scores and the bool ``positives`` (subset of ``valid``) and ``valid`` masks."""

@@ -44,14 +44,14 @@ def h_minus(t: Tensor, tau: float, rho: float, delta: float) -> Tensor:
 
 
 def _binary_queries(args):
-    """Yield (scores of q against every ref, positive list, negative list) for the queries with a positive."""
+    """Yield (fine label of q, scores of q against every ref, positives, negatives) for the queries with a positive."""
     emb, labels, ref, ref_labels, omegas = problem(*args)
     for q in range(emb.shape[0]):
         s = ref @ emb[q]
         pos = [j for j in omegas[q] if int(ref_labels[j, 0]) == int(labels[q, 0])]
         neg = [j for j in omegas[q] if int(ref_labels[j, 0]) != int(labels[q, 0])]
         if pos:
-            yield q, s, pos, neg
+            yield int(labels[q, 0]), s, pos, neg
 
 
 def smooth_ap(*args, tau=0.01):
@@ -115,3 +115,43 @@ def contrastive(*args, pos_margin=1.0, neg_margin=0.5):
             + sum(torch.clamp(s[j] - neg_margin, min=0) for j in neg)
         )
     return sum(terms) / len(terms)
+
+
+def _triangle(x: Tensor, centre: float, width: float) -> Tensor:
+    return torch.clamp(1.0 - torch.abs(x - centre) / width, min=0.0)
+
+
+def _binned_ap(values, pos, neg, centres, width, tie_aware=False):
+    """AP of one query from soft histograms over ``centres`` (most relevant first), SPEC.md §2."""
+    h_pos = [sum(_triangle(values[j], c, width) for j in pos) for c in centres]
+    h_all = [h_pos[m] + sum(_triangle(values[j], c, width) for j in neg) for m, c in enumerate(centres)]
+    total, cum_pos, cum_all = 0.0, 0.0, 0.0
+    for m in range(len(centres)):
+        before_pos, before_all = cum_pos, cum_all
+        cum_pos, cum_all = cum_pos + h_pos[m], cum_all + h_all[m]
+        if tie_aware:
+            precision = (1 + h_pos[m] + 2 * before_pos) / (1 + h_all[m] + 2 * before_all)
+        elif float(torch.as_tensor(cum_all).detach()) > 0:
+            precision = cum_pos / cum_all
+        else:
+            precision = 0.0
+        total = total + precision * h_pos[m]
+    return total / len(pos)
+
+
+def fastap(*args, num_bins=10):
+    centres = [4.0 * l / num_bins for l in range(num_bins + 1)]
+    aps = [_binned_ap(2 - 2 * s, pos, neg, centres, 4.0 / num_bins) for _, s, pos, neg in _binary_queries(args)]
+    return 1.0 - sum(aps) / len(aps)
+
+
+def softbin(*args, num_bins=20, tie_aware=False, class_balanced=False):
+    width = 2.0 / (num_bins - 1)
+    centres = [1.0 - m * width for m in range(num_bins)]
+    by_class: dict[int, list] = {}
+    for label, s, pos, neg in _binary_queries(args):
+        by_class.setdefault(label, []).append(_binned_ap(s, pos, neg, centres, width, tie_aware))
+    if class_balanced:
+        return 1.0 - sum(sum(v) / len(v) for v in by_class.values()) / len(by_class)
+    aps = [ap for v in by_class.values() for ap in v]
+    return 1.0 - sum(aps) / len(aps)
