@@ -4,3 +4,5 @@ from ranklit.losses.base import BinaryRetrievalLoss, LevelRetrievalLoss, Retriev
 from ranklit.losses.calibration import CalibrationLoss
 from ranklit.losses.composite import ROADMAPLoss
 from ranklit.losses.smooth_ap import SmoothAPLoss, SupAPLoss
+from ranklit.losses.fastap import FastAPLoss
+from ranklit.losses.softbin import SoftBinAPLoss
