@@ -1,1 +1,3 @@
 """Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import)."""
+
+from ranklit.metrics.retrieval import RetrievalMetrics

@@ -1,0 +1,193 @@
+"""Exact retrieval metrics over the full ranking, in memory-bounded query chunks (SPEC.md §1).
+
+:func:`retrieval_metrics` scores a chunk of queries against the whole retrieval set with one matrix product, removes
+the excluded items (the query itself, junk), then
+
+* for every label column ``h``: the ranks of the positives (same label at column ``h``) without sorting the row
+  (:func:`ranklit.functional.positive_ranks.positive_ranks`) -> AP, mAP@R, P@1, Recall@k;
+* with hierarchical labels: one sort of the row -> H-AP, ASI, NDCG
+  (:func:`ranklit.functional.hierarchical_metrics.hierarchical_query_metrics`).
+
+Peak memory is ``O(chunk_size * N)`` (times ``L`` for hierarchical labels), never ``O(N^2)``; everything runs on the
+embeddings' device.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
+from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
+from ranklit.functional.ranking import default_chunk_size
+
+__all__ = ["retrieval_metrics", "check_recall_at", "metrics_chunk_size"]
+
+_CPU_CHUNK_BYTES = 256 * 2**20
+
+
+def check_recall_at(recall_at: Sequence[int]) -> tuple[int, ...]:
+    """Validate the cut-offs of Recall@k: a non-empty sequence of positive integers.
+
+    >>> check_recall_at([4, 1, 4])
+    (1, 4)
+    """
+    values = tuple(recall_at) if isinstance(recall_at, Sequence) and not isinstance(recall_at, str) else None
+    if not values or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in values):
+        raise ValueError(f"`recall_at` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {recall_at!r}.")
+    return tuple(sorted(set(values)))
+
+
+def metrics_chunk_size(num_queries: int, num_refs: int, num_levels: int, device: torch.device) -> int:
+    """Queries per chunk so one chunk's working tensors fit in a quarter of the free memory.
+
+    A query costs about ``32 N`` bytes for the binary metrics and ``(96 + 24 L) N`` with hierarchical labels (the
+    row sort and per-level counts). On CPU the chunk is also capped at 256 MiB, which keeps it cache-friendly.
+
+    >>> metrics_chunk_size(100, 1000, 1, torch.device("cpu"))
+    100
+    """
+    bytes_per_item = 32 if num_levels == 1 else 96 + 24 * num_levels
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = free // 4
+    else:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
+        budget = min(_CPU_CHUNK_BYTES, available // 4) if available > 0 else _CPU_CHUNK_BYTES
+    return default_chunk_size(num_queries, bytes_per_item, num_refs, budget=budget)
+
+
+def _check_junk(junk: Tensor | None, num_queries: int, num_refs: int, device: torch.device) -> Tensor | None:
+    if junk is None:
+        return None
+    if not isinstance(junk, Tensor) or junk.dtype != torch.bool or tuple(junk.shape) != (num_queries, num_refs):
+        got = (junk.dtype, tuple(junk.shape)) if isinstance(junk, Tensor) else type(junk).__name__
+        raise ValueError(
+            f"`junk` must be a [Q, N] = [{num_queries}, {num_refs}] bool tensor marking the items removed from each "
+            f"query's ranking, got {got}."
+        )
+    return junk.to(device)
+
+
+def _accumulate(totals: dict[str, Tensor], values: dict[str, Tensor], suffix: str = "") -> None:
+    mask = values["has_positive"]
+    for key, value in values.items():
+        name = f"{key}{suffix}"
+        total = value.to(torch.float64)[mask].sum() if key != "has_positive" else mask.sum().to(torch.float64)
+        totals[name] = totals[name] + total if name in totals else total
+
+
+def retrieval_metrics(
+    embeddings: Tensor,
+    labels: Tensor,
+    *,
+    ref_embeddings: Tensor | None = None,
+    ref_labels: Tensor | None = None,
+    ids: Tensor | None = None,
+    ref_ids: Tensor | None = None,
+    recall_at: Sequence[int] = (1, 2, 4, 8),
+    alpha: float = 1.0,
+    chunk_size: int | None = None,
+    junk: Tensor | None = None,
+) -> dict[str, float | int]:
+    """Exact retrieval metrics of every query over its full ranking (SPEC.md §1; ties pessimistic).
+
+    Keys (python floats, means over the queries that have a positive):
+
+    * ``map``, ``map_at_r``, ``precision_at_1``, ``recall_at_{k}`` for each ``k`` in ``recall_at``. With ``[N, L]``
+      labels these use the finest level: positive = same label in column 0.
+    * with ``[N, L]`` labels, ``L > 1``: ``hap`` (H-AP, relevance exponent ``alpha``), ``asi``, ``ndcg`` (positives:
+      level >= 1), and ``map_level{h}``, ``map_at_r_level{h}``, ``precision_at_1_level{h}``, ``recall_at_{k}_level{h}``
+      for every column ``h`` (positive = same label in column ``h``; ``level0`` equals the top-level keys).
+    * ``num_queries`` (int): all queries; ``num_queries_without_positive`` (int): queries with no positive in column 0,
+      left out of every mean (coarser columns have at least as many positives, so no metric leaves out more).
+
+    Args:
+        embeddings: ``[Q, D]`` query embeddings (L2-normalised; score = dot product).
+        labels: ``[Q]`` or ``[Q, L]`` integer labels, column 0 the finest.
+        ref_embeddings: ``[N, D]`` gallery; ``None`` = the queries rank each other, each without itself.
+        ref_labels: ``[N]`` or ``[N, L]`` gallery labels.
+        ids: ``[Q]`` ids; an item whose id equals the query's is removed from its ranking (given with ``ref_ids``
+            when there is a gallery; without a gallery it defaults to the positions).
+        ref_ids: ``[N]`` gallery ids.
+        recall_at: cut-offs of Recall@k.
+        alpha: relevance exponent of H-AP (HAPPIER Eq. 4).
+        chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`).
+        junk: ``[Q, N]`` bool, items removed from each query's ranking (Revisited Oxford/Paris junk lists).
+
+    Returns:
+        The dictionary of metrics described above.
+
+    Raises:
+        ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, or no query with a
+            positive.
+
+    Cost: one ``[chunk, D] x [D, N]`` product per chunk; binary metrics ``O(Q N log R)`` without sorting rows;
+    hierarchical metrics one sort per row. Memory ``O(chunk_size * N * L)``.
+
+    Example:
+        >>> e = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), dim=1)
+        >>> out = retrieval_metrics(e, torch.tensor([0, 0, 1, 1]), recall_at=(1,))
+        >>> out["map"], out["recall_at_1"], out["num_queries"]
+        (1.0, 1.0, 4)
+    """
+    recall_at = check_recall_at(recall_at)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"`chunk_size` must be a positive integer or None (automatic), got {chunk_size!r}.")
+    x = prepare_inputs(
+        embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids
+    )
+    num_levels = x.num_levels
+    num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
+    if num_levels > 1:
+        check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
+    junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
+    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device)
+    column_keys = [SortedKeys(x.ref_labels[:, h]) for h in range(num_levels)]
+    id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
+    refs_t = x.refs.T.contiguous()
+    totals: dict[str, Tensor] = {}
+    for start in range(0, num_queries, chunk):
+        stop = min(start + chunk, num_queries)
+        scores = x.queries[start:stop] @ refs_t
+        if id_keys is not None:
+            index, valid = id_keys.match(x.query_ids[start:stop])
+            rows = torch.arange(stop - start, device=scores.device)[:, None].expand_as(index)
+            scores[rows[valid], index[valid]] = float("-inf")
+        if junk is not None:
+            scores.masked_fill_(junk[start:stop], float("-inf"))
+        for h in range(num_levels):
+            index, valid = column_keys[h].match(x.query_labels[start:stop, h])
+            per_query = binary_query_metrics(*positive_ranks(scores, index, valid), recall_at)
+            _accumulate(totals, per_query, "" if num_levels == 1 else f"_level{h}")
+        if num_levels > 1:
+            levels = levels_between(x.query_labels[start:stop], x.ref_labels)
+            _accumulate(totals, hierarchical_query_metrics(scores, levels, num_levels, alpha), "_hier")
+    return _finalise(totals, num_queries, num_levels, recall_at)
+
+
+def _finalise(totals: dict[str, Tensor], num_queries: int, num_levels: int, recall_at: tuple[int, ...]) -> dict:
+    suffix = "" if num_levels == 1 else "_level0"
+    with_positive = int(totals[f"has_positive{suffix}"])
+    if with_positive == 0:
+        raise ValueError(
+            "No query has a positive (an item of the retrieval set with the same finest label), so no metric is "
+            "defined: check that queries and gallery share labels and that classes have at least two items."
+        )
+    binary = ["map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)]
+    out: dict[str, float | int] = {}
+    for key in binary:
+        out[key] = float(totals[f"{key}{suffix}"] / with_positive)
+    if num_levels > 1:
+        for key in ("hap", "asi", "ndcg"):
+            out[key] = float(totals[f"{key}_hier"] / totals["has_positive_hier"])
+        for h in range(num_levels):
+            for key in binary:
+                out[f"{key}_level{h}"] = float(totals[f"{key}_level{h}"] / totals[f"has_positive_level{h}"])
+    out["num_queries"] = num_queries
+    out["num_queries_without_positive"] = num_queries - with_positive
+    return out

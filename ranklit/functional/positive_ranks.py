@@ -1,0 +1,148 @@
+"""Ranks of the positives of each query, without sorting the retrieval set (SPEC.md §0-§1).
+
+Every binary retrieval metric (AP, mAP@R, Recall@k, P@1) is a function of two numbers per positive ``k``::
+
+    rank(k)  = #{j in Omega  : s_j >= s_k}     (1 + the items scoring at least as high, ties pessimistic)
+    rank+(k) = #{j in Omega+ : s_j >= s_k}
+
+so only the positives' scores need ordering: sorting the ``R`` positives of a query and counting, for each of them, the
+items of the row that score at least as high costs ``O(N log R)`` instead of the ``O(N log N)`` of a full sort.
+
+Items removed from a query's ranking (the query itself, junk) carry the score ``-inf``: they never count in a rank and
+are never positives.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["SortedKeys", "positive_ranks", "binary_query_metrics"]
+
+
+class SortedKeys:
+    """The retrieval set's keys (a label column or the ids) sorted once, to find each query's matches in ``O(log N)``.
+
+    Items sharing a key form a contiguous run of the sorted order, so the matches of a query are a slice: no
+    ``[Q, N]`` comparison is needed.
+
+    Args:
+        keys: ``[N]`` integer keys of the retrieval set.
+
+    Example:
+        >>> index, valid = SortedKeys(torch.tensor([3, 1, 3, 2])).match(torch.tensor([3, 5]))
+        >>> index.tolist(), valid.tolist()
+        ([[0, 2], [0, 0]], [[True, True], [False, False]])
+    """
+
+    def __init__(self, keys: Tensor) -> None:
+        self.keys, self.order = torch.sort(keys, stable=True)
+
+    def match(self, query_keys: Tensor) -> tuple[Tensor, Tensor]:
+        """Columns whose key equals each query's key.
+
+        Args:
+            query_keys: ``[C]`` integer keys of a chunk of queries.
+
+        Returns:
+            ``(index, valid)``, both ``[C, W]`` with ``W`` the largest number of matches of a query; ``index`` holds
+            retrieval-set columns (padding points at column 0), ``valid`` says which entries are real.
+        """
+        query_keys = query_keys.contiguous()
+        start = torch.searchsorted(self.keys, query_keys)
+        count = torch.searchsorted(self.keys, query_keys, right=True) - start
+        width = int(count.max()) if count.numel() else 0
+        offsets = torch.arange(width, device=query_keys.device)
+        valid = offsets[None, :] < count[:, None]
+        position = (start[:, None] + offsets[None, :]).clamp(max=max(self.keys.numel() - 1, 0))
+        index = torch.where(valid, self.order[position], torch.zeros_like(position))
+        return index, valid
+
+
+def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
+
+    Args:
+        scores: ``[C, N]`` scores of a chunk of queries; removed items hold ``-inf``.
+        index: ``[C, P]`` columns of the candidate positives (see :meth:`SortedKeys.match`).
+        valid: ``[C, P]`` which entries of ``index`` are real; positives scoring ``-inf`` (removed) are dropped.
+
+    Returns:
+        ``(rank, rank_pos, valid)``, each ``[C, P]``: the pessimistic rank of each positive in the retrieval set, its
+        rank among the positives, and which entries are real (the real ones come first in each row). Ranks are
+        ``int64``; entries that are not real hold ``0``.
+
+    Cost: ``O(C * N * log P)`` time, ``O(C * N)`` memory, no sort of the rows.
+
+    Example:
+        >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
+        >>> rank, rank_pos, ok = positive_ranks(s, torch.tensor([[0, 3, 4]]), torch.tensor([[True, True, True]]))
+        >>> rank.tolist(), rank_pos.tolist()
+        ([[1, 4, 5]], [[1, 2, 3]])
+    """
+    positive_scores = scores.gather(1, index)
+    valid = valid & torch.isfinite(positive_scores)
+    inf = torch.tensor(float("inf"), dtype=scores.dtype, device=scores.device)
+    ascending = torch.where(valid, positive_scores, inf).sort(dim=1).values
+    num_positives = valid.sum(dim=1, keepdim=True)
+    width = ascending.shape[1]
+    # above[c, i]: items scoring >= the i-th lowest positive = sum over items of [number of positives <= s_j > i].
+    below_or_equal = torch.searchsorted(ascending, scores, right=True)
+    histogram = torch.zeros(scores.shape[0], width + 1, dtype=torch.int64, device=scores.device)
+    histogram.scatter_add_(1, below_or_equal, torch.ones_like(below_or_equal))
+    above = histogram[:, 1:].flip(1).cumsum(1)  # descending order of the positives: above[c, i] for the i-th highest
+    # rank+ of the i-th lowest positive: positives that are not strictly below it.
+    rank_pos_ascending = num_positives - torch.searchsorted(ascending, ascending)
+    rank_pos = rank_pos_ascending.flip(1)
+    # Real positives are the lowest entries of `ascending` (padding is +inf, at the end); after the flip they sit at
+    # the end of each row: shift them to the front.
+    shift = width - num_positives
+    gather = (torch.arange(width, device=scores.device)[None, :] + shift) % max(width, 1)
+    valid_sorted = torch.arange(width, device=scores.device)[None, :] < num_positives
+    rank = torch.where(valid_sorted, above.gather(1, gather), 0)
+    rank_pos = torch.where(valid_sorted, rank_pos.gather(1, gather), 0)
+    return rank, rank_pos, valid_sorted
+
+
+def binary_query_metrics(
+    rank: Tensor, rank_pos: Tensor, valid: Tensor, recall_at: tuple[int, ...]
+) -> dict[str, Tensor]:
+    """Per-query AP, mAP@R, P@1 and Recall@k from the ranks of the positives (SPEC.md §1).
+
+    ::
+
+        AP     = (1/R) sum_{k in Omega+} rank+(k) / rank(k)
+        AP@R   = (1/R) sum_{k in Omega+, rank(k) <= R} rank+(k) / rank(k)     (Musgrave et al. 2020)
+        R@k    = [min_k rank(k) <= k]
+        P@1    = [min_k rank(k) == 1]
+
+    Args:
+        rank, rank_pos, valid: the output of :func:`positive_ranks`.
+        recall_at: the cut-offs ``k`` of Recall@k.
+
+    Returns:
+        ``{"has_positive": [C] bool, "map": [C], "map_at_r": [C], "precision_at_1": [C], "recall_at_{k}": [C]}``
+        float64 per query; the values of queries without positive are 0 and must be left out of the means.
+
+    Example:
+        >>> ok = torch.ones(1, 2, dtype=torch.bool)
+        >>> out = binary_query_metrics(torch.tensor([[1, 3]]), torch.tensor([[1, 2]]), ok, (1, 2))
+        >>> [round(float(out[k]), 4) for k in ("map", "map_at_r", "precision_at_1", "recall_at_2")]
+        [0.8333, 0.5, 1.0, 1.0]
+    """
+    num_positives = valid.sum(dim=1)
+    has_positive = num_positives > 0
+    denominator = num_positives.clamp(min=1).to(torch.float64)
+    precision = torch.where(valid, rank_pos.to(torch.float64) / rank.clamp(min=1).to(torch.float64), 0.0)
+    within_r = rank <= num_positives[:, None]
+    sentinel = torch.iinfo(torch.int64).max
+    best = torch.cat([torch.where(valid, rank, sentinel), rank.new_full((rank.shape[0], 1), sentinel)], 1).amin(1)
+    out = {
+        "has_positive": has_positive,
+        "map": precision.sum(dim=1) / denominator,
+        "map_at_r": torch.where(within_r, precision, 0.0).sum(dim=1) / denominator,
+        "precision_at_1": (has_positive & (best == 1)).to(torch.float64),
+    }
+    for k in recall_at:
+        out[f"recall_at_{k}"] = (has_positive & (best <= k)).to(torch.float64)
+    return out

@@ -1,0 +1,142 @@
+"""`retrieval_metrics` against the brute-force oracle of SPEC.md §1, the worked examples, and scikit-learn."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from sklearn.metrics import average_precision_score, ndcg_score
+
+from ranklit.functional import retrieval_metrics
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from tests.oracles.metrics import oracle_retrieval_metrics
+
+
+def _assert_same(got: dict, expected: dict) -> None:
+    assert set(got) == set(expected), set(got) ^ set(expected)
+    for key, value in expected.items():
+        if isinstance(value, int):
+            assert got[key] == value, key
+            assert isinstance(got[key], int), key
+        else:
+            assert isinstance(got[key], float), key
+            assert math.isclose(got[key], value, rel_tol=1e-9, abs_tol=1e-12), (key, got[key], value)
+
+
+def _hierarchy(n: int, sizes: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """[n, L] consistent labels: column h+1 = column h // sizes[h]."""
+    fine = torch.randint(0, math.prod(sizes) * 2, (n,), generator=generator)
+    columns = [fine]
+    for size in sizes:
+        columns.append(columns[-1] // size)
+    return torch.stack(columns, 1)
+
+
+def _data(n: int, d: int, seed: int, ties: bool) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if ties:  # small integer coordinates in float64: many exactly equal scores
+        return torch.randint(-2, 3, (n, d), generator=g).double()
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=torch.float64), dim=1)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_flat_self_retrieval(seed: int, ties: bool) -> None:
+    e = _data(30, 3, seed, ties)
+    labels = torch.randint(0, 6, (30,), generator=torch.Generator().manual_seed(seed + 10))
+    got = retrieval_metrics(e, labels, recall_at=(1, 3, 5), chunk_size=7)
+    _assert_same(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 3, 5)))
+
+
+@pytest.mark.parametrize("sizes", [(3,), (2, 3)])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("alpha", [1.0, 3.0])
+def test_hierarchical_self_retrieval(sizes: tuple[int, ...], ties: bool, alpha: float) -> None:
+    g = torch.Generator().manual_seed(len(sizes) + int(ties))
+    e = _data(28, 3, len(sizes), ties)
+    labels = _hierarchy(28, sizes, g)
+    got = retrieval_metrics(e, labels, recall_at=(1, 4), alpha=alpha, chunk_size=5)
+    _assert_same(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 4), alpha=alpha))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_query_gallery_with_ids_and_junk(ties: bool) -> None:
+    g = torch.Generator().manual_seed(3)
+    queries, gallery = _data(12, 3, 5, ties), _data(25, 3, 6, ties)
+    q_labels, g_labels = _hierarchy(12, (3,), g), _hierarchy(25, (3,), g)
+    ids, ref_ids = torch.randint(0, 15, (12,), generator=g), torch.randint(0, 15, (25,), generator=g)
+    junk = torch.rand(12, 25, generator=g) < 0.2
+    kwargs = dict(ref_embeddings=gallery, ref_labels=g_labels, ids=ids, ref_ids=ref_ids, junk=junk, recall_at=(1, 2))
+    _assert_same(retrieval_metrics(queries, q_labels, chunk_size=4, **kwargs), oracle_retrieval_metrics(queries, q_labels, **kwargs))
+    flat = dict(ref_embeddings=gallery, ref_labels=g_labels[:, 0], recall_at=(1, 2))
+    _assert_same(retrieval_metrics(queries, q_labels[:, 0], **flat), oracle_retrieval_metrics(queries, q_labels[:, 0], **flat))
+
+
+def test_self_retrieval_with_repeated_ids_removes_every_copy() -> None:
+    e, labels = _data(20, 3, 7, False), torch.arange(20) % 4
+    ids = torch.arange(20) % 10  # items i and i + 10 share an id: each removes the other as well as itself
+    _assert_same(retrieval_metrics(e, labels, ids=ids), oracle_retrieval_metrics(e, labels, ids=ids))
+
+
+def test_float32_chunking_does_not_change_results() -> None:
+    e = torch.nn.functional.normalize(torch.randn(50, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    labels = _hierarchy(50, (2,), torch.Generator().manual_seed(1))
+    reference = retrieval_metrics(e, labels, chunk_size=50)
+    for chunk in (1, 7, None):  # the ranks are identical; only the float64 summation order of the means changes
+        assert retrieval_metrics(e, labels, chunk_size=chunk) == pytest.approx(reference, rel=1e-12)
+
+
+def _ranked_list_problem(levels: list[int], num_levels: int) -> tuple[torch.Tensor, ...]:
+    """One query, a gallery whose scores decrease along the list, labels giving the requested levels."""
+    angles = torch.linspace(0.1, 1.4, len(levels), dtype=torch.float64)
+    gallery = torch.stack([angles.cos(), angles.sin()], 1)
+    query = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    q_label = torch.zeros(1, num_levels, dtype=torch.long)
+    rows = []
+    for i, level in enumerate(levels):  # agree on the `level` coarsest columns, differ (label i + 1) below
+        rows.append([0 if h >= num_levels - level else i + 1 for h in range(num_levels)])
+    return query, q_label, gallery, torch.tensor(rows)
+
+
+def test_spec_worked_example_hierarchical() -> None:
+    query, q_label, gallery, g_labels = _ranked_list_problem([1, 2, 0, 2, 1, 0], 2)
+    out = retrieval_metrics(query, q_label, ref_embeddings=gallery, ref_labels=g_labels)
+    assert out["asi"] == pytest.approx(0.47917, abs=1e-5)
+    assert out["ndcg"] == pytest.approx(0.785, abs=1e-3)
+
+
+def test_spec_worked_example_binary() -> None:
+    query, q_label, gallery, g_labels = _ranked_list_problem([1, 0, 1, 0, 0], 1)
+    out = retrieval_metrics(query, q_label[:, 0], ref_embeddings=gallery, ref_labels=g_labels[:, 0])
+    assert out["map"] == pytest.approx(0.8333, abs=1e-4)
+    assert out["map_at_r"] == pytest.approx(0.5)
+    scores = torch.tensor([[5.0, 4, 3, 2, 1]])
+    asi = hierarchical_query_metrics(scores, torch.tensor([[1, 0, 1, 0, 0]]), 1, 1.0)["asi"]
+    assert float(asi) == pytest.approx(0.75)
+
+
+def test_ap_and_ndcg_against_scikit_learn() -> None:
+    g = torch.Generator().manual_seed(11)
+    queries, gallery = _data(6, 4, 8, False), _data(40, 4, 9, False)
+    q_labels, g_labels = _hierarchy(6, (4,), g), _hierarchy(40, (4,), g)
+    q_labels[:, 0] = g_labels[:6, 0]  # every query has fine positives
+    q_labels[:, 1] = g_labels[:6, 1]
+    out = retrieval_metrics(queries, q_labels, ref_embeddings=gallery, ref_labels=g_labels)
+    scores = (queries @ gallery.T).numpy()
+    fine = (q_labels[:, None, 0] == g_labels[None, :, 0]).numpy()
+    levels = (q_labels[:, None, 1] == g_labels[None, :, 1]).long() + torch.from_numpy(fine).long()
+    assert out["map"] == pytest.approx(sum(average_precision_score(fine[i], scores[i]) for i in range(6)) / 6)
+    ndcg = ndcg_score((2.0 ** levels.double() - 1).numpy(), scores)  # distinct scores: no tie convention involved
+    assert out["ndcg"] == pytest.approx(ndcg)
+
+
+def test_ap_ties_match_scikit_learn() -> None:
+    """scikit-learn's AP counts a tied group at its lowest precision: the pessimistic convention of SPEC.md §0."""
+    g = torch.Generator().manual_seed(2)
+    query = torch.ones(1, 2, dtype=torch.float64)
+    gallery = torch.randint(0, 3, (30, 2), generator=g).double()
+    g_labels = torch.randint(0, 2, (30,), generator=g)
+    out = retrieval_metrics(query, torch.tensor([1]), ref_embeddings=gallery, ref_labels=g_labels)
+    expected = average_precision_score((g_labels == 1).numpy(), (gallery @ query.T)[:, 0].numpy())
+    assert out["map"] == pytest.approx(expected)
