@@ -2,5 +2,7 @@
 
 from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional.smooth_rank import smooth_ap_loss, supap_loss
+from ranklit.functional.hap import hap_loss, hap_surrogate
+from ranklit.functional.proxies import cluster_loss, csl_loss
 from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional.metrics import retrieval_metrics

@@ -1,0 +1,196 @@
+"""Smooth upper bound of ``1 - H-AP``, the hierarchical AP loss of HAPPIER (Ramzi et al., ECCV 2022, §3.2, Eq. 5).
+
+For a query ``q`` and a relevant item ``k`` (level ``>= 1``) of its retrieval set, H-AP (SPEC.md §1) uses
+
+.. math::
+
+    rank(k) = 1 + \\sum_{j \\ne k} H(s_j - s_k), \\qquad
+    H\\text{-}rank(k) = rel(k) + \\sum_{j \\in \\Omega^+, j \\ne k} \\min(rel(k), rel(j)) H(s_j - s_k).
+
+The surrogate replaces ``H`` by ROADMAP's upper bound ``H^-`` in ``rank`` for items ``j`` of **strictly lower** level
+than ``k`` (negatives included), and by the lower bound ``H_lb`` in ``H-rank`` for items of **strictly higher** level
+(``with_hrank=True``); every other step is the exact Heaviside and carries no gradient. The ranks are over-estimated
+and the H-ranks under-estimated, so the loss ``mean_q (1 - H-AP^s_q)`` upper-bounds ``1 - H-AP`` on inputs without
+ties. With one label column it is the SupAP loss of ROADMAP.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.loss_utils import (
+    check_in_range,
+    check_positive,
+    check_score_masks,
+    query_mean,
+    resolve_chunk_size,
+)
+from ranklit.functional.ranking import (
+    heaviside,
+    linear_lower_step,
+    map_query_chunks,
+    select_columns,
+    selected_differences,
+    supap_upper_step,
+)
+from ranklit.functional.relevance import relevance
+
+__all__ = ["hap_surrogate", "hap_loss", "check_hap_hyperparameters"]
+
+
+def check_hap_hyperparameters(
+    *, tau: float, rho: float, delta: float, leak: float, beta: float, gamma: float, alpha: float
+) -> None:
+    """Raise ``ValueError`` unless the steps keep their bound properties (``H^- >= H >= H_lb``) and ``alpha >= 0``.
+
+    >>> check_hap_hyperparameters(tau=0.01, rho=100.0, delta=0.05, leak=10.0, beta=25.0, gamma=0.5, alpha=1.0)
+    >>> check_hap_hyperparameters(tau=0.01, rho=100.0, delta=0.05, leak=10.0, beta=25.0, gamma=2.0, alpha=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `gamma` must be a number in [0.0, 1.0], got 2.0.
+    """
+    for name, value in (("tau", tau), ("rho", rho), ("delta", delta), ("beta", beta)):
+        check_positive(name, value)
+    check_in_range("leak", leak, 0.0, math.inf)
+    check_in_range("alpha", alpha, 0.0, math.inf)
+    check_in_range("gamma", gamma, 0.0, 1.0)
+
+
+def _hap_per_query(
+    scores: Tensor,
+    levels: Tensor,
+    rel: Tensor,
+    valid: Tensor,
+    index: Tensor,
+    ranked: Tensor,
+    steps: dict[str, float],
+    with_hrank: bool,
+) -> Tensor:
+    """Surrogate H-AP of a chunk of queries; every intermediate is ``[C, P, N]``."""
+    diff = selected_differences(scores, index)
+    exact = heaviside(diff.detach())
+    level_k = levels.gather(1, index)[:, :, None]
+    level_j = levels[:, None, :]
+    columns = torch.arange(scores.shape[1], device=scores.device)
+    counted = valid[:, None, :] & (columns[None, None, :] != index[:, :, None])
+
+    upper = supap_upper_step(diff, steps["tau"], steps["rho"], steps["delta"])
+    rank = 1 + (torch.where(level_j < level_k, upper, exact) * counted).sum(-1)
+
+    if with_hrank:
+        lower = linear_lower_step(diff, steps["leak"], steps["beta"], steps["gamma"])
+        exact = torch.where(level_j > level_k, lower, exact)
+    rel_k = rel.gather(1, index)
+    weight = torch.minimum(rel_k[:, :, None], rel[:, None, :]) * counted  # rel = 0 at level 0
+    hrank = rel_k + (weight * exact).sum(-1)
+
+    total_rel = torch.where(ranked, rel_k, torch.zeros_like(rel_k)).sum(-1)
+    ratio = torch.where(ranked, hrank / rank, torch.zeros_like(rank)).sum(-1)
+    return ratio / torch.where(total_rel > 0, total_rel, torch.ones_like(total_rel))
+
+
+def hap_surrogate(
+    scores: Tensor,
+    levels: Tensor,
+    num_levels: int,
+    valid: Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    leak: float = 10.0,
+    beta: float = 25.0,
+    gamma: float = 0.5,
+    with_hrank: bool = True,
+    chunk_size: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Surrogate H-AP of every query (HAPPIER Eq. 5), differentiable with respect to ``scores``.
+
+    Args:
+        scores: ``[Q, N]`` query-item similarities (float32 or float64; the result has the same dtype).
+        levels: ``[Q, N]`` integer levels in ``0..num_levels`` (:func:`ranklit.functional.inputs.levels_between`).
+        num_levels: ``L``, the number of label columns.
+        valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
+            when ``None``.
+        alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
+        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` (SPEC.md §2).
+        leak, beta, gamma: parameters of the lower bound ``H_lb`` used in ``H-rank``.
+        with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
+            gradient-free step there, as the authors' configs do.
+        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size`).
+
+    Returns:
+        ``(hap, has_relevant)``, both ``[Q]``: the surrogate H-AP (0 for a query without relevant item) and whether
+        the query has at least one item of level ``>= 1`` in its retrieval set.
+
+    Cost: ``O(Q * P * N)`` time with ``P`` the largest number of relevant items of a query; peak memory
+    ``O(chunk * P * N + Q * N)`` (never ``Q * N * N``). An exact tie between a relevant item and an item of lower
+    level counts 0.5 in the surrogate against 1 in the exact rank: the only case where the bound can fail.
+
+    Example:
+        >>> scores = torch.tensor([[0.9, 0.5, 0.1]])
+        >>> hap, ok = hap_surrogate(scores, torch.tensor([[2, 1, 0]]), num_levels=2)
+        >>> round(float(hap), 4), ok.tolist()
+        (1.0, [True])
+    """
+    check_hap_hyperparameters(tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, alpha=alpha)
+    if not isinstance(levels, Tensor) or levels.is_floating_point() or levels.shape != getattr(scores, "shape", None):
+        got = f"{levels.dtype} {tuple(levels.shape)}" if isinstance(levels, Tensor) else type(levels).__name__
+        raise ValueError(f"`levels` must be an integer tensor of the scores' shape [Q, N], got {got}.")
+    valid = check_score_masks(scores, levels > 0, valid)
+    rel = relevance(levels, num_levels, alpha=alpha, valid=valid).to(scores.dtype)
+    index, ranked = select_columns((levels > 0) & valid)
+    has_relevant = ranked.any(dim=1)
+    size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
+    if index.shape[1] == 0:
+        return scores.new_zeros(scores.shape[0]), has_relevant
+    steps = {"tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma}
+    chunk_fn = partial(_hap_per_query, steps=steps, with_hrank=with_hrank)
+    hap = map_query_chunks(chunk_fn, scores, levels, rel, valid, index, ranked, chunk_size=size)
+    return hap, has_relevant
+
+
+def hap_loss(
+    scores: Tensor,
+    levels: Tensor,
+    num_levels: int,
+    valid: Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    leak: float = 10.0,
+    beta: float = 25.0,
+    gamma: float = 0.5,
+    with_hrank: bool = True,
+    chunk_size: int | None = None,
+) -> Tensor:
+    """H-AP surrogate loss ``mean_q (1 - H-AP^s_q)`` over the queries that have a relevant item.
+
+    Arguments as :func:`hap_surrogate`. Raises ``ValueError`` when no query has a relevant item (a batch of
+    singletons: sample it with ``ranklit.data.PKSampler``, K >= 2, or the hierarchical sampler). With ``H_lb`` the
+    surrogate H-rank can be negative, so the loss may exceed 1 on badly ranked batches.
+
+    Example:
+        >>> scores = torch.tensor([[0.1, 0.9, 0.5], [0.3, 0.2, 0.8]])
+        >>> levels = torch.tensor([[2, 0, 1], [0, 1, 1]])
+        >>> round(float(hap_loss(scores, levels, num_levels=2)), 4)
+        0.7001
+    """
+    hap, has_relevant = hap_surrogate(
+        scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta,
+        leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size,
+    )  # fmt: skip
+    if not bool(has_relevant.any()):
+        raise ValueError(
+            "No query has a relevant item (level >= 1: same label at the coarsest column) in its retrieval set, so "
+            "the H-AP loss is undefined. Sample batches with several images per class, e.g. "
+            "`ranklit.data.PKSampler(labels, p, k)` with k >= 2, or `ranklit.data.HierarchicalSampler`."
+        )
+    return 1.0 - query_mean(hap, has_relevant)

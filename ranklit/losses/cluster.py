@@ -1,0 +1,85 @@
+"""Clustering loss of HAPPIER (Ramzi et al., ECCV 2022, Eq. 6): one learnable normalised proxy per fine class."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ranklit.functional.inputs import prepare_inputs
+from ranklit.functional.loss_utils import check_positive
+from ranklit.functional.proxies import check_class_ids, cluster_loss
+
+__all__ = ["ClusterLoss", "make_proxies"]
+
+
+def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
+    """``[num_classes, embedding_dim]`` proxies drawn uniformly in ``+-1/sqrt(embedding_dim)`` (as ``nn.Linear``).
+
+    >>> make_proxies(3, 4).shape
+    torch.Size([3, 4])
+    """
+    for name, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+    bound = 1.0 / math.sqrt(embedding_dim)
+    return nn.Parameter(torch.empty(num_classes, embedding_dim).uniform_(-bound, bound))
+
+
+class ClusterLoss(nn.Module):
+    """HAPPIER's clustering loss: cross-entropy of ``<v, p_z> / temperature`` over the normalised fine-class proxies.
+
+    .. math:: L = -\\frac{1}{B} \\sum_i \\log \\frac{\\exp(v_i^T p_{y_i} / \\sigma)}{\\sum_z \\exp(v_i^T p_z / \\sigma)}
+
+    The proxies (a parameter ``proxies`` of shape ``[num_classes, embedding_dim]``) give a reference shared across
+    batches. They need their own learning rate (authors: Adam, lr 10 with cosine decay on SOP, 2e-5 on iNaturalist):
+    ``ranklit.models.RetrievalModule`` puts every parameter of the loss module in a separate ``"loss"`` param group.
+    Embeddings are assumed L2-normalised; proxies are normalised on the fly. Only column 0 of ``[B, L]`` labels is
+    used, and it must hold ids in ``[0, num_classes)``. ``ref_*`` arguments are accepted for a uniform call and
+    ignored: the proxy term only involves the queries. Cost ``O(B C D)``.
+
+    Args:
+        num_classes: number of fine training classes ``C``.
+        embedding_dim: embedding dimension ``D``.
+        temperature: ``sigma`` (0.05).
+
+    Example:
+        >>> loss = ClusterLoss(num_classes=3, embedding_dim=4)
+        >>> emb = torch.nn.functional.normalize(torch.randn(6, 4), dim=1)
+        >>> loss(emb, torch.tensor([0, 0, 1, 1, 2, 2])).item() > 0
+        True
+    """
+
+    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 0.05) -> None:
+        super().__init__()
+        self.num_classes = num_classes
+        self.temperature = check_positive("temperature", temperature)
+        self.proxies = make_proxies(num_classes, embedding_dim)
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        *,
+        ref_embeddings: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+        ids: Tensor | None = None,
+        ref_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]`` (``ref_*`` ignored)."""
+        inputs = prepare_inputs(embeddings, labels)
+        return self.proxy_loss(inputs.queries, inputs.query_labels)
+
+    def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
+        """Loss of validated ``[B, D]`` queries (computation dtype) with ``[B, L]`` integer labels."""
+        if queries.shape[1] != self.proxies.shape[1]:
+            raise ValueError(
+                f"`embeddings` have dimension {queries.shape[1]} but the proxies have {self.proxies.shape[1]}: "
+                "set `embedding_dim` to the model's embedding size."
+            )
+        check_class_ids(query_labels[:, 0], self.num_classes)
+        return cluster_loss(queries, query_labels[:, 0], self.proxies, self.temperature)
+
+    def extra_repr(self) -> str:
+        return f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, temperature={self.temperature}"

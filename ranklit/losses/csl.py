@@ -1,0 +1,116 @@
+"""CSL, the cross-scale proxy loss of Sun et al. ("Dynamic Metric Learning", CVPR 2021), a HAPPIER baseline."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ranklit.functional.inputs import check_hierarchy, prepare_inputs
+from ranklit.functional.loss_utils import check_positive
+from ranklit.functional.proxies import check_class_ids, csl_loss
+from ranklit.losses.cluster import make_proxies
+
+__all__ = ["CSLLoss"]
+
+
+class CSLLoss(nn.Module):
+    """Cross-Scale Learning: one proxy per fine class, a margin softmax per hierarchy level (see
+    :func:`ranklit.functional.csl_loss`)::
+
+        L = sum_h mean_i log(1 + sum_{z: c_h(z) != c_h(y_i)} exp(scale * (s_z - s_{y_i} + m_h)))
+
+    Level ``h`` needs each proxy's label at column ``h``. The module keeps them in the ``class_labels`` buffer
+    (``[num_classes, L]``, saved in checkpoints): column 0 is the class id itself, coarser columns are learnt from
+    every batch (the hierarchy is consistent, so a fine class has one parent) or set at once with
+    :meth:`register_hierarchy` (e.g. from the training set's labels). Until its coarse labels are known, a proxy only
+    serves as a negative at the fine level. Embeddings are assumed L2-normalised; proxies are normalised on the fly
+    and need their own learning rate (the module's parameters). ``ref_*`` arguments are ignored. Cost ``O(B C (D + L))``.
+
+    Args:
+        num_classes: number of fine training classes ``C``; labels' column 0 must lie in ``[0, C)``.
+        embedding_dim: embedding dimension ``D``.
+        margins: one margin per label column, finest first (DyML, three levels: 0.25, 0.35, 0.45).
+        scale: logit scale (32).
+
+    Example:
+        >>> loss = CSLLoss(num_classes=4, embedding_dim=8, margins=(0.25, 0.35))
+        >>> emb = torch.nn.functional.normalize(torch.randn(4, 8), dim=1)
+        >>> loss(emb, torch.tensor([[0, 0], [1, 0], [2, 1], [3, 1]])).item() > 0
+        True
+        >>> loss.class_labels.tolist()
+        [[0, 0], [1, 0], [2, 1], [3, 1]]
+    """
+
+    class_labels: Tensor
+
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_dim: int,
+        margins: Sequence[float] = (0.25, 0.35, 0.45),
+        scale: float = 32.0,
+    ) -> None:
+        super().__init__()
+        if len(margins) == 0:
+            raise ValueError("`margins` must hold one margin per label column, got an empty sequence.")
+        self.margins = tuple(float(m) for m in margins)
+        self.scale = check_positive("scale", scale)
+        self.num_classes = num_classes
+        self.proxies = make_proxies(num_classes, embedding_dim)
+        class_labels = torch.full((num_classes, len(self.margins)), -1, dtype=torch.long)
+        class_labels[:, 0] = torch.arange(num_classes)
+        self.register_buffer("class_labels", class_labels)
+
+    @torch.no_grad()
+    def register_hierarchy(self, labels: Tensor) -> None:
+        """Record the coarse labels of the fine classes found in ``labels`` ``[N, L]`` (column 0 = fine class id).
+
+        Raises ``ValueError`` if the label columns do not match ``margins`` or contradict the known hierarchy.
+        """
+        labels = labels.to(self.class_labels.device).long()
+        if labels.ndim != 2 or labels.shape[1] != len(self.margins):
+            raise ValueError(
+                f"CSLLoss has {len(self.margins)} margins, one per label column, but got labels of shape "
+                f"{tuple(labels.shape)}: pass `margins` with one value per level, finest first."
+            )
+        check_class_ids(labels[:, 0], self.num_classes)
+        check_hierarchy(labels)
+        known = self.class_labels[labels[:, 0]]
+        conflict = (known >= 0) & (known != labels)
+        if conflict.any():
+            row = int(conflict.any(dim=1).nonzero()[0])
+            raise ValueError(
+                f"`labels` give fine class {int(labels[row, 0])} the labels {labels[row].tolist()}, but it was seen "
+                f"before with {known[row].tolist()}: the hierarchy must be the same in every batch."
+            )
+        self.class_labels[labels[:, 0]] = labels
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        *,
+        ref_embeddings: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+        ids: Tensor | None = None,
+        ref_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B, L]`` (``ref_*`` ignored)."""
+        inputs = prepare_inputs(embeddings, labels)
+        if inputs.queries.shape[1] != self.proxies.shape[1]:
+            raise ValueError(
+                f"`embeddings` have dimension {inputs.queries.shape[1]} but the proxies have "
+                f"{self.proxies.shape[1]}: set `embedding_dim` to the model's embedding size."
+            )
+        self.register_hierarchy(inputs.query_labels)
+        return csl_loss(
+            inputs.queries, inputs.query_labels, self.proxies, self.class_labels, self.margins, self.scale
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, margins={self.margins}, "
+            f"scale={self.scale}"
+        )

@@ -1,0 +1,73 @@
+"""The Σ baselines of the HAPPIER tables: a binary loss summed over the levels of the hierarchy."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from torch import Tensor, nn
+
+__all__ = ["LevelSumLoss"]
+
+
+def _column(labels: Tensor | None, h: int) -> Tensor | None:
+    if labels is None:
+        return None
+    return labels if labels.ndim == 1 else labels[:, h]
+
+
+class LevelSumLoss(nn.Module):
+    """``sum_h loss_h(embeddings, labels[:, h])``: each binary loss sees positives = same label at column ``h``.
+
+    This is the "Σ" family of HAPPIER's tables (e.g. Σ TL_SH, Σ NSM, Σ ROADMAP). Pass one loss to apply it at every
+    level (parameter-free losses), or one loss per label column, finest first (needed for proxy losses, whose
+    ``num_classes`` differs per level). The ``ref_*`` and id arguments are forwarded to each loss with the matching
+    label column. Cost: the sum of the losses' costs.
+
+    Args:
+        losses: a binary loss module, or a sequence of them, one per label column.
+
+    Example:
+        >>> import torch
+        >>> from ranklit.losses import SupAPLoss
+        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
+        >>> labels = torch.tensor([[0, 0], [0, 0], [1, 0], [1, 0], [2, 1], [2, 1], [3, 1], [3, 1]])
+        >>> loss = LevelSumLoss(SupAPLoss())(emb, labels)
+        >>> expected = SupAPLoss()(emb, labels[:, 0]) + SupAPLoss()(emb, labels[:, 1])
+        >>> torch.allclose(loss, expected)
+        True
+    """
+
+    def __init__(self, losses: nn.Module | Sequence[nn.Module]) -> None:
+        super().__init__()
+        if isinstance(losses, nn.Module) and not isinstance(losses, nn.ModuleList):
+            losses = [losses]
+        losses = list(losses)
+        if not losses or not all(isinstance(loss, nn.Module) for loss in losses):
+            raise TypeError("`losses` must be an nn.Module or a non-empty sequence of nn.Module (one per level).")
+        self.losses = nn.ModuleList(losses)
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        *,
+        ref_embeddings: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+        ids: Tensor | None = None,
+        ref_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Sum over the label columns of ``labels`` ``[B]`` or ``[B, L]`` of the binary loss at that column."""
+        num_levels = 1 if labels.ndim == 1 else labels.shape[1]
+        if len(self.losses) not in (1, num_levels):
+            raise ValueError(
+                f"LevelSumLoss holds {len(self.losses)} losses but the labels have {num_levels} columns: pass one "
+                "loss for every level, or a single loss to apply at each level."
+            )
+        total = embeddings.new_zeros(())
+        for h in range(num_levels):
+            loss = self.losses[h if len(self.losses) > 1 else 0]
+            total = total + loss(
+                embeddings, _column(labels, h), ref_embeddings=ref_embeddings, ref_labels=_column(ref_labels, h),
+                ids=ids, ref_ids=ref_ids,
+            )  # fmt: skip
+        return total
