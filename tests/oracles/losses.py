@@ -155,3 +155,36 @@ def softbin(*args, num_bins=20, tie_aware=False, class_balanced=False):
         return 1.0 - sum(sum(v) / len(v) for v in by_class.values()) / len(by_class)
     aps = [ap for v in by_class.values() for ap in v]
     return 1.0 - sum(aps) / len(aps)
+
+
+def _normalised_ranks(values: dict[int, float]) -> dict[int, float]:
+    """Descending rank of each item among ``values`` (ties count against it), divided by the number of items."""
+    return {k: sum(1 for v in values.values() if v >= values[k]) / len(values) for k in values}
+
+
+def blackbox_ap(*args, lam=4.0):
+    """``1 - mAP`` whose gradient is the blackbox rule ``-(r(s) - r(s + lam dL/dr)) / lam`` for both rankings.
+
+    The returned scalar has the loss value and, through a first-order surrogate ``sum_j g_j s_j``, the gradient.
+    """
+    queries = list(_binary_queries(args))
+    value, surrogate = 0.0, 0.0
+    for _, s, pos, neg in queries:
+        omega = pos + neg
+        v = {j: float(s[j].detach()) for j in omega}
+        ranks, ranks_pos = _normalised_ranks(v), _normalised_ranks({k: v[k] for k in pos})
+        value += (1.0 - sum(ranks_pos[k] / (ranks[k] * len(omega)) for k in pos)) / len(queries)
+        d_ranks = {j: 0.0 for j in omega}
+        d_ranks_pos = {}
+        for k in pos:  # L = 1 - mean_q sum_k rp_k / (r_k |Omega|)
+            d_ranks[k] = ranks_pos[k] / (ranks[k] ** 2 * len(omega) * len(queries))
+            d_ranks_pos[k] = -1.0 / (ranks[k] * len(omega) * len(queries))
+        moved = _normalised_ranks({j: v[j] + lam * d_ranks[j] for j in omega})
+        moved_pos = _normalised_ranks({k: v[k] + lam * d_ranks_pos[k] for k in pos})
+        for j in omega:
+            grad = -(ranks[j] - moved[j]) / lam
+            if j in ranks_pos:
+                grad += -(ranks_pos[j] - moved_pos[j]) / lam
+            surrogate = surrogate + grad * s[j]
+    surrogate = torch.as_tensor(surrogate, dtype=torch.float64)
+    return value + surrogate - surrogate.detach()
