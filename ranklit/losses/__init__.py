@@ -10,3 +10,4 @@ from ranklit.losses.happier import HAPLoss, HAPPIERLoss
 from ranklit.losses.level_sum import LevelSumLoss
 from ranklit.losses.fastap import FastAPLoss
 from ranklit.losses.softbin import SoftBinAPLoss
+from ranklit.losses.blackbox import BlackBoxAPLoss
