@@ -81,12 +81,13 @@ def _hap_per_query(
     upper = supap_upper_step(diff, steps["tau"], steps["rho"], steps["delta"])
     rank = 1 + (torch.where(level_j < level_k, upper, exact) * counted).sum(-1)
 
+    hrank_steps = exact
     if with_hrank:
         lower = linear_lower_step(diff, steps["leak"], steps["beta"], steps["gamma"])
-        exact = torch.where(level_j > level_k, lower, exact)
+        hrank_steps = torch.where(level_j > level_k, lower, exact)
     rel_k = rel.gather(1, index)
     weight = torch.minimum(rel_k[:, :, None], rel[:, None, :]) * counted  # rel = 0 at level 0
-    hrank = rel_k + (weight * exact).sum(-1)
+    hrank = rel_k + (weight * hrank_steps).sum(-1)
 
     total_rel = torch.where(ranked, rel_k, torch.zeros_like(rel_k)).sum(-1)
     ratio = torch.where(ranked, hrank / rank, torch.zeros_like(rank)).sum(-1)
