@@ -6,4 +6,5 @@ from ranklit.functional.hap import hap_loss, hap_surrogate
 from ranklit.functional.proxies import cluster_loss, csl_loss
 from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional.metrics import retrieval_metrics
+from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.blackbox import blackbox_ap_loss

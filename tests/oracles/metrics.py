@@ -116,3 +116,33 @@ def oracle_retrieval_metrics(
     out["num_queries"] = len(q)
     out["num_queries_without_positive"] = sum(1 for m in per_query if m[finest] is None)
     return out
+
+
+def oracle_revisited_map(queries: torch.Tensor, gallery: torch.Tensor, gnd: list[dict], trapezoid: bool) -> dict:
+    """Revisited Oxford/Paris mAP per protocol: drop the removed items, then walk the ranking from the top.
+
+    Assumes distinct scores. ``trapezoid`` averages the precisions just before and at each positive (revisitop)."""
+    protocols = {"easy": (["easy"], ["junk", "hard"]), "medium": (["easy", "hard"], ["junk"]), "hard": (["hard"], ["junk", "easy"])}
+    q, g = queries.double().tolist(), gallery.double().tolist()
+    out: dict[str, float | int] = {}
+    for name, (pos_keys, removed_keys) in protocols.items():
+        aps = []
+        for a, entry in enumerate(gnd):
+            positives = {i for k in pos_keys for i in entry[k]}
+            removed = {i for k in removed_keys for i in entry[k]} - positives
+            if not positives:
+                continue
+            kept = [j for j in range(len(g)) if j not in removed]
+            kept.sort(key=lambda j: -sum(x * y for x, y in zip(q[a], g[j])))
+            hits, ap = 0, 0.0
+            for position, j in enumerate(kept, start=1):
+                if j in positives:
+                    hits += 1
+                    precision = hits / position
+                    if trapezoid:
+                        precision = (precision + ((hits - 1) / (position - 1) if position > 1 else 1.0)) / 2
+                    ap += precision
+            aps.append(ap / len(positives))
+        out[f"map_{name}"] = sum(aps) / len(aps)
+    out["num_queries"] = len(gnd)
+    return out
