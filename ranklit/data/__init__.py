@@ -1,1 +1,20 @@
-"""Datasets, samplers, transforms and the ``RetrievalDataModule``."""
+"""Datasets, samplers, transforms and the ``RetrievalDataModule``.
+
+``RetrievalDataModule`` is imported lazily: ``import ranklit.data`` does not import Lightning.
+"""
+
+from typing import Any
+
+from ranklit.data.datasets import *  # noqa: F403  (the dataset classes)
+from ranklit.data.datasets import __all__ as _dataset_names
+from ranklit.data.samplers import HierarchicalSampler, PKSampler
+
+__all__ = ["HierarchicalSampler", "PKSampler", "RetrievalDataModule", *_dataset_names]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RetrievalDataModule":
+        from ranklit.data.datamodule import RetrievalDataModule
+
+        return RetrievalDataModule
+    raise AttributeError(f"module 'ranklit.data' has no attribute {name!r}")
