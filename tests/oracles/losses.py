@@ -188,3 +188,36 @@ def blackbox_ap(*args, lam=4.0):
             surrogate = surrogate + grad * s[j]
     surrogate = torch.as_tensor(surrogate, dtype=torch.float64)
     return value + surrogate - surrogate.detach()
+
+
+def triplet_semihard(*args, margin=0.2):
+    """Mean over (anchor, positive) pairs with a negative of ``[d_ap - d_an + margin]_+``; ``n`` = the closest
+    negative with ``d_an > d_ap``, else the farthest negative; ``d = sqrt(2 - 2s)``."""
+    terms = []
+    for _, s, pos, neg in _binary_queries(args):
+        if not neg:
+            continue
+        dist = {j: torch.sqrt(torch.clamp(2 - 2 * s[j], min=1e-12)) for j in pos + neg}
+        for p in pos:
+            farther = [n for n in neg if float(dist[n].detach()) > float(dist[p].detach())]
+            if farther:
+                n = min(farther, key=lambda j: float(dist[j].detach()))
+            else:
+                n = max(neg, key=lambda j: float(dist[j].detach()))
+            terms.append(torch.clamp(dist[p] - dist[n] + margin, min=0))
+    return sum(terms) / len(terms)
+
+
+def proxy_softmax(emb, labels, proxies, temperature, squared_distance=False):
+    """Cross-entropy of each embedding against normalised proxies: logits ``<v, p>/T`` or ``-|v - p|^2 / T``."""
+    labels = labels[:, 0] if labels.ndim == 2 else labels
+    total = 0.0
+    for i in range(emb.shape[0]):
+        logits = []
+        for z in range(proxies.shape[0]):
+            p = proxies[z].double() / torch.linalg.norm(proxies[z].double())
+            v = emb[i].double()
+            logits.append(-((v - p) ** 2).sum() / temperature if squared_distance else (v @ p) / temperature)
+        logits = torch.stack(logits)
+        total = total - (logits[int(labels[i])] - torch.logsumexp(logits, dim=0))
+    return total / emb.shape[0]

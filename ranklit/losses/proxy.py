@@ -1,0 +1,70 @@
+"""Proxy-based baselines: :class:`NormSoftmaxLoss` (Zhai & Wu, BMVC 2019) and :class:`ProxyNCAPPLoss` (Teh et al.,
+ECCV 2020).
+
+Both are a softmax cross-entropy of each embedding against one learnable proxy per fine class, so they reuse
+:class:`ranklit.losses.ClusterLoss` (same proxies, validation and call; ``ref_*`` arguments are accepted for a uniform
+call and ignored, since only the queries meet the proxies; no positive pair is needed inside the batch). Labels must
+hold fine class ids in ``[0, num_classes)`` (``ValueError`` otherwise); embeddings are assumed L2-normalised and the
+proxies are normalised on the fly. Cost ``O(B C D)`` time, ``O(B C)`` memory.
+"""
+
+from __future__ import annotations
+
+from ranklit.functional.loss_utils import check_positive
+from ranklit.losses.cluster import ClusterLoss
+
+__all__ = ["NormSoftmaxLoss", "ProxyNCAPPLoss"]
+
+
+class NormSoftmaxLoss(ClusterLoss):
+    """NormSoftmax (Zhai & Wu, "Classification is a strong baseline for deep metric learning", BMVC 2019)::
+
+        L = mean_i -log softmax_z(<v_i, p_z / |p_z|> / temperature)[y_i]
+
+    Args:
+        num_classes: number of fine training classes.
+        embedding_dim: embedding dimension.
+        temperature: softmax temperature (0.05).
+
+    Example:
+        >>> import torch
+        >>> loss = NormSoftmaxLoss(num_classes=3, embedding_dim=4)
+        >>> emb = torch.nn.functional.normalize(torch.randn(6, 4), dim=1)
+        >>> loss(emb, torch.tensor([0, 0, 1, 1, 2, 2])).item() > 0
+        True
+    """
+
+    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 0.05) -> None:
+        super().__init__(num_classes, embedding_dim, temperature)
+
+
+class ProxyNCAPPLoss(ClusterLoss):
+    """ProxyNCA++ (Teh, DeVries & Taylor, ECCV 2020): a softmax over squared distances to normalised proxies::
+
+        L = mean_i -log( exp(-|v_i - p_y|^2 / T) / sum_z exp(-|v_i - p_z|^2 / T) ),   p_z = proxy_z / |proxy_z|
+
+    with the positive proxy in the denominator (the "++") and ``T = 1/9``. Since
+    ``-|v - p|^2 / T = (2 <v, p> - |v|^2 - 1) / T`` and the last two terms are the same for every proxy, this is
+    exactly the cosine softmax of :class:`NormSoftmaxLoss` at temperature ``T / 2`` (which is how it is computed).
+    The paper's other ingredients (global max pooling, fast-moving proxies) belong to the model and the optimiser.
+
+    Args:
+        num_classes: number of fine training classes.
+        embedding_dim: embedding dimension.
+        temperature: ``T`` (1/9) of the squared-distance softmax.
+
+    Example:
+        >>> import torch
+        >>> loss = ProxyNCAPPLoss(num_classes=3, embedding_dim=4)
+        >>> emb = torch.nn.functional.normalize(torch.randn(6, 4), dim=1)
+        >>> loss(emb, torch.tensor([0, 0, 1, 1, 2, 2])).item() > 0
+        True
+    """
+
+    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 1.0 / 9.0) -> None:
+        temperature = check_positive("temperature", temperature)
+        super().__init__(num_classes, embedding_dim, temperature / 2.0)
+        self.distance_temperature = temperature
+
+    def extra_repr(self) -> str:
+        return f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, temperature={self.distance_temperature}"
