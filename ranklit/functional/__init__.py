@@ -8,3 +8,4 @@ from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional.metrics import retrieval_metrics
 from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.blackbox import blackbox_ap_loss
+from ranklit.functional.triplet import triplet_loss

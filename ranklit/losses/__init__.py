@@ -11,3 +11,5 @@ from ranklit.losses.level_sum import LevelSumLoss
 from ranklit.losses.fastap import FastAPLoss
 from ranklit.losses.softbin import SoftBinAPLoss
 from ranklit.losses.blackbox import BlackBoxAPLoss
+from ranklit.losses.pair import ContrastiveLoss, TripletLoss
+from ranklit.losses.proxy import NormSoftmaxLoss, ProxyNCAPPLoss
