@@ -118,12 +118,10 @@ class RetrievalMetrics(Metric):
 
     def compute(self) -> dict[str, float | int]:
         """The metrics of :func:`ranklit.functional.retrieval_metrics` over everything added (deduplicated by id)."""
-        if not self.embeddings:
+        embeddings, labels, ids = _cat(self.embeddings), _cat(self.labels), _cat(self.ids)
+        is_gallery = _cat(self.gallery)
+        if embeddings is None or labels is None or is_gallery is None:
             raise ValueError("`RetrievalMetrics.compute` was called before any `update`: there is nothing to evaluate.")
-        embeddings = dim_zero_cat(self.embeddings)
-        labels = dim_zero_cat(self.labels)
-        is_gallery = dim_zero_cat(self.gallery)
-        ids = dim_zero_cat(self.ids) if len(self.ids) else None
         if ids is not None and ids.numel() != embeddings.shape[0]:
             raise ValueError("`ids` were given in some `update` calls and not in others: pass them in every call or in none.")
         if ids is not None:
@@ -161,6 +159,13 @@ class RetrievalMetrics(Metric):
         ax.set_ylim(0.0, 1.0)
         ax.grid(True, alpha=0.3)
         return fig, ax
+
+
+def _cat(state: list[Tensor] | Tensor) -> Tensor | None:
+    """A list state concatenated (after a DDP sync it is already one tensor); ``None`` when nothing was added."""
+    if isinstance(state, Tensor):
+        return state
+    return dim_zero_cat(state) if state else None
 
 
 def _first_occurrences(keys: Tensor) -> Tensor:

@@ -1,0 +1,32 @@
+"""`RetrievalMetrics` under 2-process DDP on CPU (gloo) equals a single-process evaluation."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from ranklit.metrics import RetrievalMetrics
+from tests.metrics import ddp_worker
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.timeout(120)
+def test_two_processes_give_the_single_process_dict(tmp_path) -> None:
+    out = tmp_path / "ddp.json"
+    mp.spawn(ddp_worker.run, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    distributed = json.loads(out.read_text())
+    e, labels = ddp_worker.problem()
+    single = RetrievalMetrics(recall_at=(1, 4))
+    single.update(e, labels, torch.arange(37))
+    expected = single.compute()
+    assert distributed["num_queries"] == 37  # the 3 padded repeats were dropped
+    assert distributed == pytest.approx(expected, rel=1e-12)
