@@ -1,0 +1,87 @@
+"""Bad input raises a clear ValueError for every loss of the registry."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn.functional import normalize
+
+import ranklit.losses
+
+from tests.losses.registry import DIM, PROXY_LOSSES, REGISTRY
+
+NAMES = sorted(REGISTRY)
+RANKING = sorted(set(NAMES) - PROXY_LOSSES)
+
+
+def _emb(n: int = 8) -> torch.Tensor:
+    return normalize(torch.randn(n, DIM, generator=torch.Generator().manual_seed(0)), dim=1)
+
+
+LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda f: f(_emb(), LABELS[:6]), "rows"),
+        (lambda f: f(_emb()[None], LABELS), r"\[N, D\]"),
+        (lambda f: f(_emb().index_fill(0, torch.tensor([3]), float("nan")), LABELS), "NaN"),
+        (lambda f: f(_emb().index_fill(0, torch.tensor([1]), float("inf")), LABELS), "infinite"),
+        (lambda f: f(_emb(), LABELS.reshape(2, 2, 2)), r"\[N, L\]"),
+    ],
+)
+def test_bad_embeddings_or_labels(name: str, call, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        call(REGISTRY[name]())
+
+
+@pytest.mark.parametrize("name", RANKING)
+def test_bad_retrieval_set(name: str) -> None:
+    loss_fn = REGISTRY[name]()
+    with pytest.raises(ValueError, match="dimension"):
+        loss_fn(_emb(), LABELS, ref_embeddings=torch.ones(8, DIM + 1), ref_labels=LABELS)
+    with pytest.raises(ValueError, match="together"):
+        loss_fn(_emb(), LABELS, ref_embeddings=_emb(), ref_labels=LABELS, ids=torch.arange(8))
+    with pytest.raises(ValueError, match="ref_labels"):
+        loss_fn(_emb(), LABELS, ref_embeddings=_emb())
+    with pytest.raises(ValueError, match="one id per embedding"):
+        loss_fn(_emb(), LABELS, ref_embeddings=_emb(), ref_labels=LABELS, ids=torch.arange(3), ref_ids=torch.arange(8))
+
+
+@pytest.mark.parametrize("name", RANKING)
+def test_batch_without_any_positive_points_at_the_sampler(name: str) -> None:
+    with pytest.raises(ValueError, match="PKSampler"):
+        REGISTRY[name]()(_emb(), torch.arange(8))
+
+
+@pytest.mark.parametrize("name", RANKING)
+def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
+    # Every query's only positive is itself, excluded by id.
+    ids = torch.arange(8)
+    with pytest.raises(ValueError, match="no query has a positive"):
+        REGISTRY[name]()(_emb(), torch.arange(8), ref_embeddings=_emb(), ref_labels=torch.arange(8), ids=ids, ref_ids=ids)
+
+
+@pytest.mark.parametrize("name", sorted(PROXY_LOSSES))
+def test_proxy_losses_need_no_positive_pair(name: str) -> None:
+    assert torch.isfinite(REGISTRY[name]()(_emb(6), torch.arange(6)))
+
+
+@pytest.mark.parametrize(
+    "make, arg",
+    [
+        ("SmoothAPLoss", {"tau": 0.0}),
+        ("SupAPLoss", {"rho": -1.0}),
+        ("SupAPLoss", {"delta": float("nan")}),
+        ("SupAPLoss", {"chunk_size": 0}),
+        ("CalibrationLoss", {"alpha": 0.5, "beta": 0.6}),
+        ("CalibrationLoss", {"alpha": 2.0}),
+        ("ROADMAPLoss", {"lam": 1.5}),
+        ("SoftBinAPLoss", {"num_bins": 1}),
+    ],
+)
+def test_bad_hyper_parameters(make: str, arg: dict) -> None:
+    with pytest.raises(ValueError, match=f"`{list(arg)[-1]}`"):
+        getattr(ranklit.losses, make)(**arg)
