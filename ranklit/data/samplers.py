@@ -130,10 +130,8 @@ class _EpochBatchSampler(Sampler[list[int]]):
         return self.num_batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        plan = self._plan(generator)
-        plan = list(itertools.islice(itertools.cycle(plan), self.num_batches * self.world_size))
-        return iter(plan[self.rank :: self.world_size])
+        plan = self._plan(torch.Generator().manual_seed(self.seed + self.epoch))
+        return itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         raise NotImplementedError
@@ -190,10 +188,8 @@ class PKSampler(_EpochBatchSampler):
         _, members = _class_members(_label_matrix(labels, 1)[:, 0])
         eligible = _eligible_classes(members, self.k, small_classes, "PKSampler")
         if len(eligible) < self.p:
-            raise ValueError(
-                f"PKSampler needs at least p={self.p} classes with usable images, found {len(eligible)}; "
-                "lower `p` or use `small_classes='replace'`."
-            )
+            found = f"found {len(eligible)}; lower `p` or use `small_classes='replace'`"
+            raise ValueError(f"PKSampler needs at least p={self.p} classes with usable images, {found}.")
         self.small_classes = small_classes
         self._members = [members[c] for c in eligible]
         self.num_classes = len(eligible)
@@ -276,13 +272,9 @@ class HierarchicalSampler(_EpochBatchSampler):
         for c in _eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
             by_super.setdefault(supers_of_class[c], []).append(members[c])
         half = self.p // 2
-        too_small = sorted(s for s, fine in by_super.items() if len(fine) < half)
-        if too_small:
-            warnings.warn(
-                f"HierarchicalSampler: {len(too_small)} super-classes have fewer than p // 2 = {half} usable fine "
-                f"classes and are skipped: {too_small[:10]}{'...' if len(too_small) > 10 else ''}.",
-                stacklevel=2,
-            )
+        if too_small := sorted(s for s, fine in by_super.items() if len(fine) < half):
+            message = f"{len(too_small)} super-classes have fewer than p // 2 = {half} usable fine classes"
+            warnings.warn(f"HierarchicalSampler: {message} and are skipped: {too_small[:10]}.", stacklevel=2)
         self._supers = [fine for s, fine in sorted(by_super.items()) if len(fine) >= half]
         if len(self._supers) < 2:
             raise ValueError(
@@ -297,11 +289,8 @@ class HierarchicalSampler(_EpochBatchSampler):
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         pairs = list(itertools.combinations(range(self.num_super_classes), 2)) * self.batches_per_super_pair
-        streams = [
-            itertools.cycle(torch.randperm(len(fine), generator=generator).tolist()) for fine in self._supers
-        ]
-        half = self.p // 2
-        plan = []
+        streams = [itertools.cycle(torch.randperm(len(fine), generator=generator).tolist()) for fine in self._supers]
+        half, plan = self.p // 2, []
         for pair in torch.randperm(len(pairs), generator=generator).tolist():
             batch: list[int] = []
             for s in pairs[pair]:

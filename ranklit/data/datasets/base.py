@@ -1,0 +1,165 @@
+"""Shared machinery of the dataset readers: layout checks with helpful errors, image decoding, relabelling, items.
+
+Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` and a ``labels`` tensor (``[N]`` or
+``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
+returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
+``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
+dataset is obtained. An image that fails to decode raises ``ValueError`` naming its path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from PIL import Image, UnidentifiedImageError
+from torch import Tensor
+from torch.utils.data import Dataset
+
+__all__ = [
+    "ImageRetrievalDataset",
+    "IMAGE_EXTENSIONS",
+    "contiguous_labels",
+    "load_image",
+    "retrieval_item",
+    "split_pool",
+]
+
+IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+
+
+def load_image(path: str | Path) -> Image.Image:
+    """Decode an image file as RGB (grayscale and CMYK images are converted).
+
+    Raises:
+        FileNotFoundError: the file does not exist (the message names it).
+        ValueError: the file exists but cannot be decoded (the message names it and the decoder's error).
+
+    Example:
+        >>> load_image("/nonexistent/x.jpg")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: Image file not found: /nonexistent/x.jpg
+    """
+    path = Path(path)
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"Image file not found: {path}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
+        raise ValueError(f"Could not decode image {path}: {error}. Re-extract or remove this file.") from error
+
+
+def contiguous_labels(rows: Sequence[Sequence[Hashable]]) -> tuple[Tensor, list[list[Hashable]]]:
+    """Map each label column to contiguous ids ``0..C-1`` (in sorted order of the original values).
+
+    Args:
+        rows: ``N`` rows of ``L`` hashable, mutually comparable labels (ints or strings), column 0 finest.
+
+    Returns:
+        ``(labels, class_names)``: a long tensor ``[N, L]`` and, per column, the original value of each id
+        (``class_names[c][labels[i, c]] == rows[i][c]``).
+
+    Example:
+        >>> labels, names = contiguous_labels([("b", 7), ("a", 7), ("b", 7)])
+        >>> labels.tolist(), names
+        ([[1, 0], [0, 0], [1, 0]], [['a', 'b'], [7]])
+    """
+    if not rows:
+        return torch.zeros(0, 1, dtype=torch.long), [[]]
+    columns = list(zip(*rows))
+    names = [sorted(set(column)) for column in columns]
+    ids = [{value: i for i, value in enumerate(column_names)} for column_names in names]
+    labels = torch.tensor([[ids[c][value] for c, value in enumerate(row)] for row in rows], dtype=torch.long)
+    return labels.reshape(len(rows), len(columns)), names
+
+
+def split_pool(split: str) -> tuple[str, ...]:
+    """The splits relabelled together with ``split``: query and gallery share ids, any other split stands alone."""
+    return ("query", "gallery") if split in ("query", "gallery") else (split,)
+
+
+def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[Any], Any] | None) -> dict[str, Any]:
+    """The item every ranklit dataset returns: ``{"image": transform(image), "label": label, "index": index}``."""
+    return {"image": image if transform is None else transform(image), "label": label, "index": index}
+
+
+class ImageRetrievalDataset(Dataset):
+    """Base class of the on-disk readers: images listed in ``paths`` with a ``labels`` tensor.
+
+    Subclasses set ``SPLITS`` (accepted ``split`` values; empty: any), ``LAYOUT`` (the expected files, for error
+    messages) and ``SOURCE`` (where the dataset is obtained), read their lists and call :meth:`_set_samples`.
+
+    Attributes:
+        root: the dataset folder.
+        split: the split read.
+        paths: image files, in item order.
+        labels: ``[N]`` (one level) or ``[N, L]`` long tensor, column 0 finest, contiguous ids per column.
+        class_names: per column, the original label of each contiguous id.
+        num_classes: number of distinct finest labels.
+    """
+
+    SPLITS: ClassVar[tuple[str, ...]] = ()
+    LAYOUT: ClassVar[str] = ""
+    SOURCE: ClassVar[str] = ""
+
+    def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
+        if self.SPLITS and split not in self.SPLITS:
+            raise ValueError(f"{type(self).__name__}: `split` must be one of {self.SPLITS}, got {split!r}.")
+        self.root, self.split, self.transform = Path(root).expanduser(), split, transform
+        if not self.root.is_dir():
+            raise FileNotFoundError(self._layout_message(f"dataset folder {self.root} does not exist"))
+        self.paths: list[Path] = []
+        self.labels = torch.zeros(0, dtype=torch.long)
+        self.class_names: list[list[Hashable]] = [[]]
+
+    def _layout_message(self, problem: str) -> str:
+        return (
+            f"{type(self).__name__}: {problem}. Expected layout under `root` ({self.root}): {self.LAYOUT}. "
+            f"The dataset is obtained from {self.SOURCE}."
+        )
+
+    def _file(self, *parts: str, folder: bool = False) -> Path:
+        """``root/parts`` if it exists (as a folder when ``folder``), else a ``FileNotFoundError`` with the layout."""
+        path = self.root.joinpath(*parts)
+        if not (path.is_dir() if folder else path.is_file()):
+            raise FileNotFoundError(self._layout_message(f"{'folder' if folder else 'file'} {path} not found"))
+        return path
+
+    def _malformed(self, path: Path, line_number: int, line: str, expected: str) -> ValueError:
+        return ValueError(
+            self._layout_message(f"{path}, line {line_number}: expected {expected}, found {line.strip()!r}")
+        )
+
+    def _set_samples(
+        self, paths: Sequence[Path], rows: Sequence[Sequence[Hashable]], keep: Sequence[int] | None = None
+    ) -> None:
+        """Store the samples, relabelling every column to contiguous ids over ``rows`` (all of them, so that
+        e.g. query and gallery share ids), then keeping the positions ``keep`` (default: all)."""
+        labels, self.class_names = contiguous_labels(rows)
+        if keep is not None:
+            labels, paths = labels[torch.as_tensor(keep, dtype=torch.long)], [paths[i] for i in keep]
+        if len(paths) == 0:
+            raise ValueError(self._layout_message(f"split {self.split!r} lists no image"))
+        self.paths = list(paths)
+        self.labels = labels[:, 0].clone() if labels.shape[1] == 1 else labels
+        self.num_classes = int(torch.unique(labels[:, 0]).numel())
+
+    def _load(self, index: int) -> Image.Image:
+        return load_image(self.paths[index])
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        index = int(index)
+        return retrieval_item(self._load(index), self.labels[index], index, self.transform)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(root={str(self.root)!r}, split={self.split!r}, images={len(self)}, "
+            f"classes={self.num_classes}, levels={1 if self.labels.dim() == 1 else self.labels.shape[1]})"
+        )

@@ -1,0 +1,99 @@
+"""Revisited Oxford 5k and Paris 6k (Radenović et al., CVPR 2018): 70 cropped queries, easy/hard/junk ground truth."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+from torch import Tensor
+
+from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
+
+__all__ = ["RevisitedLandmarks"]
+
+# protocol -> (lists counted as positives, lists removed from the ranking as junk)
+PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "easy": (("easy",), ("junk", "hard")),
+    "medium": (("easy", "hard"), ("junk",)),
+    "hard": (("hard",), ("junk", "easy")),
+}
+
+
+class RevisitedLandmarks(ImageRetrievalDataset):
+    """ROxford5k / RParis6k for evaluation: ``split="query"`` (70 images cropped to their boxes) or ``"gallery"``.
+
+    Reads ``gnd_<name>.pkl`` (a dict with ``imlist``, ``qimlist`` and ``gnd``, one entry per query with ``bbx`` and
+    the ``easy`` / ``hard`` / ``junk`` index lists into ``imlist``) and the images ``jpg/<image>.jpg``.
+
+    There are no class labels: ``labels`` holds the query number for queries and ``-1`` for gallery images, so no
+    pair matches by label. Relevance comes from the ground truth: ``gnd`` (the raw lists) or :meth:`ground_truth`
+    for one of the protocols ``easy`` (positives: easy; junk: junk + hard), ``medium`` (easy + hard; junk) and
+    ``hard`` (hard; junk + easy). Junk images are removed from the query's ranking.
+
+    Args:
+        root: the folder holding ``gnd_<name>.pkl`` and ``jpg/``.
+        split: ``"query"`` or ``"gallery"``.
+        transform: applied to the PIL image (after the query crop).
+        name: ``"roxford5k"`` or ``"rparis6k"``.
+    """
+
+    SPLITS = ("query", "gallery")
+    LAYOUT = "gnd_roxford5k.pkl or gnd_rparis6k.pkl (keys imlist, qimlist, gnd) and jpg/<image>.jpg"
+    SOURCE = "http://cmp.felk.cvut.cz/revisitop/ (ground truth and images)"
+
+    def __init__(
+        self,
+        root: str | Path,
+        split: str = "query",
+        transform: Callable[[Any], Any] | None = None,
+        *,
+        name: str = "roxford5k",
+    ) -> None:
+        super().__init__(root, split, transform)
+        if name not in ("roxford5k", "rparis6k"):
+            raise ValueError(f"RevisitedLandmarks: `name` must be 'roxford5k' or 'rparis6k', got {name!r}.")
+        self.name = name
+        path = self._file(f"gnd_{name}.pkl")
+        try:
+            with path.open("rb") as handle:
+                data = pickle.load(handle)
+            imlist, qimlist = [str(i) for i in data["imlist"]], [str(q) for q in data["qimlist"]]
+            self.gnd: list[dict[str, list[int]]] = [
+                {key: [int(i) for i in entry.get(key, [])] for key in ("easy", "hard", "junk")} for entry in data["gnd"]
+            ]
+            self.boxes = [tuple(float(v) for v in entry["bbx"]) for entry in data["gnd"]]
+        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ValueError(
+                self._layout_message(f"{path} is not a revisited-landmarks ground truth: {error!r}")
+            ) from error
+        if len(self.gnd) != len(qimlist):
+            raise ValueError(self._layout_message(f"{path}: {len(qimlist)} queries but {len(self.gnd)} gnd entries"))
+        self.num_gallery = len(imlist)
+        names = qimlist if split == "query" else imlist
+        self._set_samples([self.root / "jpg" / f"{n}.jpg" for n in names], [(i,) for i in range(len(names))])
+        self.labels = torch.arange(len(names)) if split == "query" else torch.full((len(names),), -1)
+        self.num_classes = len(names) if split == "query" else 0
+
+    def _load(self, index: int) -> Image.Image:
+        image = load_image(self.paths[index])
+        return image.crop(self.boxes[index]) if self.split == "query" else image
+
+    def ground_truth(self, protocol: str = "medium") -> tuple[Tensor, Tensor]:
+        """Relevance masks ``(positive, junk)``, both ``[70, num_gallery]`` bool, for ``easy``/``medium``/``hard``.
+
+        A query without positives under a protocol (possible for ``hard``) has an all-false row; metrics count it
+        among the queries without positive.
+        """
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"`protocol` must be one of {tuple(PROTOCOLS)}, got {protocol!r}.")
+        positive = torch.zeros(len(self.gnd), self.num_gallery, dtype=torch.bool)
+        junk = torch.zeros_like(positive)
+        for q, entry in enumerate(self.gnd):
+            for mask, keys in zip((positive, junk), PROTOCOLS[protocol]):
+                for key in keys:
+                    mask[q, entry[key]] = True
+        return positive, junk
