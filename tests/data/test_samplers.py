@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -184,3 +185,32 @@ def test_hierarchical_errors_and_skipped_supers() -> None:
     assert sampler.num_super_classes == 3
     with pytest.raises(ValueError, match="at least 2 super-classes"), pytest.warns(UserWarning):
         HierarchicalSampler(uneven, 10, 2)
+
+
+def _ddp_worker(rank: int, folder: str, labels: torch.Tensor) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank, world_size=2)
+    try:
+        sampler = PKSampler(labels, 3, 2, seed=7)  # rank and world size from the process group
+        sampler.set_epoch(2)
+        torch.save({"len": len(sampler), "batches": list(sampler)}, f"{folder}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_pk_real_two_process_gloo(tmp_path: Path) -> None:
+    import torch.multiprocessing as mp
+
+    labels = _labels([2] * 14)
+    mp.spawn(_ddp_worker, args=(str(tmp_path), labels), nprocs=2, join=True)
+    results = [torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1)]
+    assert results[0]["len"] == results[1]["len"] == 3  # ceil(ceil(14 / 3) / 2)
+    for rank, result in enumerate(results):
+        expected = PKSampler(labels, 3, 2, seed=7, rank=rank, world_size=2)
+        expected.set_epoch(2)
+        assert result["batches"] == list(expected)
+    flat = [tuple(sorted(b)) for result in results for b in result["batches"]]
+    assert len(set(flat)) == len(flat)
+    assert {int(labels[i]) for b in flat for i in b} == set(range(14))
