@@ -6,7 +6,8 @@
 repository's ``configs/`` folder, so the quick start works from any directory. Unknown keys are rejected.
 
 Before ``fit`` the untrained (or pretrained) model is validated once and its metrics are logged at step 0, the
-baseline every curve starts from; ``--baseline_validation false`` switches it off.
+baseline every curve starts from; ``--baseline_validation false`` switches it off. ``ranklit predict`` writes the
+embeddings, labels and dataset indices of the test split to ``--predictions_path`` (default ``predictions.pt``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing_extensions import override
 
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.models.module import RetrievalModule
+from ranklit.models.predictions import EmbeddingWriter
 
 __all__ = ["RanklitCLI", "main", "resolve_config_paths"]
 
@@ -36,11 +38,22 @@ class RanklitCLI(LightningCLI):
             default=True,
             help="Validate the model once before training and log its metrics at step 0.",
         )
+        parser.add_argument(
+            "--predictions_path",
+            type=str,
+            default="predictions.pt",
+            help="File where `ranklit predict` writes embeddings, labels and dataset indices.",
+        )
 
     @override
     def before_fit(self) -> None:
         if self.config[self.subcommand].get("baseline_validation", True) and self.datamodule.hparams.val_split:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
+
+    @override
+    def before_predict(self) -> None:
+        if not any(isinstance(c, EmbeddingWriter) for c in self.trainer.callbacks):
+            self.trainer.callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
 
 
 def resolve_config_paths(args: list[str]) -> list[str]:

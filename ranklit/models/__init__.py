@@ -3,5 +3,14 @@
 from ranklit.models.backbones import EmbeddingNet, create_backbone
 from ranklit.models.module import RetrievalModule
 from ranklit.models.pooling import GeM, GlobalPool
+from ranklit.models.predictions import EmbeddingWriter, load_predictions
 
-__all__ = ["EmbeddingNet", "GeM", "GlobalPool", "RetrievalModule", "create_backbone"]
+__all__ = [
+    "EmbeddingNet",
+    "EmbeddingWriter",
+    "GeM",
+    "GlobalPool",
+    "RetrievalModule",
+    "create_backbone",
+    "load_predictions",
+]

@@ -23,7 +23,6 @@ TINY = [
     "--trainer.accelerator=cpu",
     "--trainer.devices=1",
     "--trainer.logger=false",
-    "--trainer.enable_checkpointing=false",
 ]
 
 
