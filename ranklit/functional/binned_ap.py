@@ -12,19 +12,16 @@ and read AP off the cumulative histograms ``H+_m``, ``H_m``::
 
 FastAP bins the squared distance ``z = 2 - 2s`` over ``[0, 4]`` (``K + 1`` centres ``4l/K``); SoftBin AP bins the
 cosine score over ``[-1, 1]`` (``M`` centres ``1 - (m-1) * 2/(M-1)``). The two are the same function when
-``M = K + 1``. Time ``O(Q M N)``; the ``[chunk, M, N]`` kernel is built chunk of queries by chunk of queries
-(checkpointed under autograd), so peak memory is ``O(chunk M N + Q N)``.
+``M = K + 1``. A value has non-zero weight in its two nearest bins only, so the histograms are built with
+``scatter_add`` in time and memory ``O(Q (N + M))`` (the authors' code materialises ``[Q, M, N]``).
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_score_masks, query_mean, require_positive_queries, resolve_chunk_size
-from ranklit.functional.ranking import map_query_chunks
+from ranklit.functional.loss_utils import check_score_masks, query_mean, require_positive_queries
 
 __all__ = ["fastap_loss", "softbin_ap_loss", "check_num_bins"]
 
@@ -40,9 +37,7 @@ def check_num_bins(name: str, value: int, minimum: int) -> int:
     return value
 
 
-def fastap_loss(
-    scores: Tensor, positives: Tensor, valid: Tensor | None = None, *, num_bins: int = 10, chunk_size: int | None = None
-) -> Tensor:
+def fastap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, *, num_bins: int = 10) -> Tensor:
     """FastAP loss (Cakir et al., CVPR 2019, Eq. 14): ``1 - mean_q FastAP_q`` on distances ``z = 2 - 2s``::
 
         FastAP_q = (1/N+_q) sum_{l=0..K} h+_l H+_l / H_l,   K + 1 triangular bins of width 4/K centred at 4l/K
@@ -55,10 +50,9 @@ def fastap_loss(
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of each query's retrieval set (``None`` = all).
         num_bins: ``K`` (10); ``K + 1`` bin centres.
-        chunk_size: queries per chunk (default from the memory budget).
 
     Returns:
-        Scalar loss in ``[0, 1]``. Cost: time ``O(Q K N)``, memory ``O(chunk K N + Q N)``.
+        Scalar loss in ``[0, 1]``. Cost: time and memory ``O(Q (N + K))``.
 
     Example:
         >>> s = torch.tensor([[0.9, -0.9, 0.8]])
@@ -66,8 +60,7 @@ def fastap_loss(
         0.0
     """
     num_bins = check_num_bins("num_bins", num_bins, 1)
-    centres = torch.linspace(0.0, 4.0, num_bins + 1, dtype=scores.dtype, device=scores.device)
-    per_query, has_positive = _binned_ap(2.0 - 2.0 * scores, centres, 4.0 / num_bins, positives, valid, False, chunk_size)
+    per_query, has_positive = _binned_ap(2.0 - 2.0 * scores, 0.0, 4.0 / num_bins, num_bins + 1, positives, valid, False)
     return 1.0 - query_mean(per_query, has_positive)
 
 
@@ -79,7 +72,6 @@ def softbin_ap_loss(
     num_bins: int = 20,
     tie_aware: bool = False,
     query_classes: Tensor | None = None,
-    chunk_size: int | None = None,
 ) -> Tensor:
     """Listwise AP loss (Revaud et al., ICCV 2019, Eq. 7-12): ``1 - mAP_Q`` with ``M`` soft bins over ``[-1, 1]``::
 
@@ -97,10 +89,9 @@ def softbin_ap_loss(
         num_bins: ``M`` (20), at least 2.
         tie_aware: use the tie-aware precision ``mAP_T`` (off by default).
         query_classes: ``[Q]`` class ids for class-balanced query weights (``None``: off).
-        chunk_size: queries per chunk (default from the memory budget).
 
     Returns:
-        Scalar loss in ``[0, 1]``. Cost: time ``O(Q M N)``, memory ``O(chunk M N + Q N)``.
+        Scalar loss in ``[0, 1]``. Cost: time and memory ``O(Q (N + M))``.
 
     Example:
         >>> s = torch.tensor([[0.9, -0.9, 0.8]])
@@ -108,8 +99,7 @@ def softbin_ap_loss(
         0.0
     """
     num_bins = check_num_bins("num_bins", num_bins, 2)
-    centres = torch.linspace(1.0, -1.0, num_bins, dtype=scores.dtype, device=scores.device)
-    per_query, has_positive = _binned_ap(scores, centres, 2.0 / (num_bins - 1), positives, valid, tie_aware, chunk_size)
+    per_query, has_positive = _binned_ap(scores, 1.0, -2.0 / (num_bins - 1), num_bins, positives, valid, tie_aware)
     if query_classes is None:
         return 1.0 - query_mean(per_query, has_positive)
     if not isinstance(query_classes, Tensor) or query_classes.shape != (scores.shape[0],):
@@ -122,32 +112,38 @@ def softbin_ap_loss(
 
 def _binned_ap(
     values: Tensor,
-    centres: Tensor,
-    width: float,
+    start: float,
+    step: float,
+    num_centres: int,
     positives: Tensor,
     valid: Tensor | None,
     tie_aware: bool,
-    chunk_size: int | None,
 ) -> tuple[Tensor, Tensor]:
-    """Per-query binned AP ``[Q]`` and the ``[Q]`` mask of the queries with a positive."""
+    """Per-query binned AP ``[Q]`` and the ``[Q]`` mask of the queries with a positive.
+
+    Centres are ``start + m * step`` (``m = 0 .. num_centres - 1``, most relevant first). The triangular kernel of
+    width ``|step|`` is non-zero on the two centres around a value only, so each item adds its two weights to the
+    histograms with ``scatter_add``; values beyond the end centres get ``max(0, 1 - distance / width)`` on the end
+    bin, exactly as the dense kernel would.
+    """
     valid = check_score_masks(values, positives, valid)
     positives = positives & valid
     has_positive = require_positive_queries(positives)
-    size = resolve_chunk_size(chunk_size, values.shape[0], centres.shape[0], values.shape[1])
-    chunk_fn = partial(_binned_ap_chunk, centres=centres, width=width, tie_aware=tie_aware)
-    return map_query_chunks(chunk_fn, values, positives, valid, chunk_size=size), has_positive
+    position = (values - start) / step
+    low = position.detach().floor().clamp(0, num_centres - 2).long()
+    w_low = (1.0 - (position - low).abs()).clamp(min=0)
+    w_high = (1.0 - (position - low - 1).abs()).clamp(min=0)
+    empty = values.new_zeros(values.shape[0], num_centres)
 
+    def histogram(mask: Tensor) -> Tensor:
+        return empty.scatter_add(1, low, w_low * mask).scatter_add(1, low + 1, w_high * mask)
 
-def _binned_ap_chunk(
-    values: Tensor, positives: Tensor, valid: Tensor, *, centres: Tensor, width: float, tie_aware: bool
-) -> Tensor:
-    kernel = (1.0 - (values[:, None, :] - centres[None, :, None]).abs() / width).clamp(min=0)  # [c, M, N]
-    hist_pos = (kernel * positives[:, None, :]).sum(dim=-1)
-    hist = (kernel * valid[:, None, :]).sum(dim=-1)
+    hist_pos, hist = histogram(positives), histogram(valid)
     cum_pos, cum = hist_pos.cumsum(dim=1), hist.cumsum(dim=1)
     if tie_aware:
         precision = (1.0 + hist_pos + 2.0 * (cum_pos - hist_pos)) / (1.0 + hist + 2.0 * (cum - hist))
     else:
         filled = cum > 0
         precision = torch.where(filled, cum_pos / torch.where(filled, cum, torch.ones_like(cum)), torch.zeros_like(cum))
-    return (precision * hist_pos).sum(dim=1) / positives.sum(dim=1).clamp(min=1)
+    ap = (precision * hist_pos).sum(dim=1) / positives.sum(dim=1).clamp(min=1)
+    return ap, has_positive

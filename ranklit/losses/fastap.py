@@ -5,7 +5,6 @@ from __future__ import annotations
 from torch import Tensor
 
 from ranklit.functional.binned_ap import check_num_bins, fastap_loss
-from ranklit.functional.loss_utils import check_chunk_size
 from ranklit.losses.base import BinaryRetrievalLoss
 
 __all__ = ["FastAPLoss"]
@@ -17,11 +16,10 @@ class FastAPLoss(BinaryRetrievalLoss):
     ``num_bins = K`` gives ``K + 1`` triangular bins of width ``4/K`` over ``[0, 4]``. Gradients come from autograd
     (the authors' backward is off by a factor ``N/2``; not reproduced). Positives share the finest label; the query
     is excluded from its own ranking; embeddings are assumed L2-normalised. See
-    :func:`ranklit.functional.fastap_loss`. Time ``O(B K N)``, peak memory ``O(chunk K N + B N)``.
+    :func:`ranklit.functional.fastap_loss`. Time and memory ``O(B (N + K))``.
 
     Args:
         num_bins: ``K`` (10).
-        chunk_size: queries per chunk (``None``: from a memory budget).
 
     Example:
         >>> import torch
@@ -30,10 +28,9 @@ class FastAPLoss(BinaryRetrievalLoss):
         True
     """
 
-    def __init__(self, num_bins: int = 10, chunk_size: int | None = None) -> None:
+    def __init__(self, num_bins: int = 10) -> None:
         super().__init__()
         self.num_bins = check_num_bins("num_bins", num_bins, 1)
-        self.chunk_size = check_chunk_size(chunk_size)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return fastap_loss(scores, positives, valid, num_bins=self.num_bins, chunk_size=self.chunk_size)
+        return fastap_loss(scores, positives, valid, num_bins=self.num_bins)

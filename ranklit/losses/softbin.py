@@ -6,7 +6,6 @@ from torch import Tensor
 
 from ranklit.functional.binned_ap import check_num_bins, softbin_ap_loss
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.loss_utils import check_chunk_size
 from ranklit.losses.base import RetrievalLoss, binary_positives
 
 __all__ = ["SoftBinAPLoss"]
@@ -19,13 +18,12 @@ class SoftBinAPLoss(RetrievalLoss):
     Positives share the finest label (column 0), as for every binary loss. Options (off by default): ``tie_aware`` uses the tie-aware precision of Eq. 13 (``mAP_T``);
     ``class_balanced`` weights the queries so that every (fine) class of the batch weighs the same (§4.2). The query
     is excluded from its own ranking; embeddings are assumed L2-normalised. See
-    :func:`ranklit.functional.softbin_ap_loss`. Time ``O(B M N)``, peak memory ``O(chunk M N + B N)``.
+    :func:`ranklit.functional.softbin_ap_loss`. Time and memory ``O(B (N + M))``.
 
     Args:
         num_bins: ``M`` (20), at least 2.
         tie_aware: use ``mAP_T``.
         class_balanced: class-balanced query weights.
-        chunk_size: queries per chunk (``None``: from a memory budget).
 
     Example:
         >>> import torch
@@ -40,12 +38,10 @@ class SoftBinAPLoss(RetrievalLoss):
         num_bins: int = 20,
         tie_aware: bool = False,
         class_balanced: bool = False,
-        chunk_size: int | None = None,
     ) -> None:
         super().__init__()
         self.num_bins = check_num_bins("num_bins", num_bins, 2)
         self.tie_aware, self.class_balanced = bool(tie_aware), bool(class_balanced)
-        self.chunk_size = check_chunk_size(chunk_size)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return softbin_ap_loss(
@@ -55,5 +51,4 @@ class SoftBinAPLoss(RetrievalLoss):
             num_bins=self.num_bins,
             tie_aware=self.tie_aware,
             query_classes=inputs.query_labels[:, 0] if self.class_balanced else None,
-            chunk_size=self.chunk_size,
         )

@@ -12,9 +12,9 @@ from tests.losses.cases import CASES, grads, make_case, oracle_args
 from tests.oracles import losses as oracle
 
 LOSSES = {
-    "fastap": (lambda: FastAPLoss(chunk_size=4), oracle.fastap),
+    "fastap": (lambda: FastAPLoss(), oracle.fastap),
     "fastap_3": (lambda: FastAPLoss(num_bins=3), lambda *a: oracle.fastap(*a, num_bins=3)),
-    "softbin": (lambda: SoftBinAPLoss(chunk_size=5), oracle.softbin),
+    "softbin": (lambda: SoftBinAPLoss(), oracle.softbin),
     "softbin_tie": (lambda: SoftBinAPLoss(tie_aware=True), lambda *a: oracle.softbin(*a, tie_aware=True)),
     "softbin_balanced": (
         lambda: SoftBinAPLoss(num_bins=7, class_balanced=True),
@@ -65,7 +65,7 @@ def test_gradcheck() -> None:
         assert torch.autograd.gradcheck(lambda e: loss(e, labels), (emb,))
 
 
-@pytest.mark.parametrize("bad", [{"num_bins": 0}, {"num_bins": 2.5}, {"chunk_size": 0}])
+@pytest.mark.parametrize("bad", [{"num_bins": 0}, {"num_bins": 2.5}])
 def test_fastap_rejects_bad_parameters(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         FastAPLoss(**bad)
@@ -74,3 +74,19 @@ def test_fastap_rejects_bad_parameters(bad: dict) -> None:
 def test_softbin_rejects_one_bin() -> None:
     with pytest.raises(ValueError, match="num_bins"):
         SoftBinAPLoss(num_bins=1)
+
+
+def test_scores_beyond_the_end_centres_use_the_triangular_kernel() -> None:
+    # Rounding can put a cosine slightly outside [-1, 1]: only the end bin gets (1 - distance / width)_+.
+    scores = torch.tensor([[1.03, 0.2, -1.02, 0.95, -0.4], [0.1, 1.2, -1.5, 0.3, 0.99]], dtype=torch.float64)
+    scores.requires_grad_()
+    positives = torch.tensor([[True, False, True, False, True], [False, True, False, True, False]])
+    loss = softbin_ap_loss(scores, positives, num_bins=5)
+    centres = [1.0 - 0.5 * m for m in range(5)]
+    aps = []
+    for q in range(2):
+        pos, neg = positives[q].nonzero().flatten().tolist(), (~positives[q]).nonzero().flatten().tolist()
+        aps.append(oracle._binned_ap(scores[q], pos, neg, centres, 0.5))
+    expected = 1.0 - (aps[0] + aps[1]) / 2
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(torch.autograd.grad(loss, scores)[0], torch.autograd.grad(expected, scores)[0])
