@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics, sort_ranking
 from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
 from ranklit.functional.ranking import default_chunk_size
@@ -147,26 +147,28 @@ def retrieval_metrics(
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
     junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
     chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device)
-    column_keys = [SortedKeys(x.ref_labels[:, h]) for h in range(num_levels)]
+    label_keys = SortedKeys(x.ref_labels[:, 0])
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
+    # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
+    order = torch.argsort(label_keys.count(x.query_labels[:, 0]))
     refs_t = x.refs.T.contiguous()
     totals: dict[str, Tensor] = {}
-    for start in range(0, num_queries, chunk):
-        stop = min(start + chunk, num_queries)
-        scores = x.queries[start:stop] @ refs_t
+    for rows in order.split(chunk):
+        scores = x.queries[rows] @ refs_t
         if id_keys is not None:
-            index, valid = id_keys.match(x.query_ids[start:stop])
-            rows = torch.arange(stop - start, device=scores.device)[:, None].expand_as(index)
-            scores[rows[valid], index[valid]] = float("-inf")
+            index, valid = id_keys.match(x.query_ids[rows])
+            chunk_rows = torch.arange(rows.numel(), device=scores.device)[:, None].expand_as(index)
+            scores[chunk_rows[valid], index[valid]] = float("-inf")
         if junk is not None:
-            scores.masked_fill_(junk[start:stop], float("-inf"))
-        for h in range(num_levels):
-            index, valid = column_keys[h].match(x.query_labels[start:stop, h])
-            per_query = binary_query_metrics(*positive_ranks(scores, index, valid), recall_at)
-            _accumulate(totals, per_query, "" if num_levels == 1 else f"_level{h}")
-        if num_levels > 1:
-            levels = levels_between(x.query_labels[start:stop], x.ref_labels)
-            _accumulate(totals, hierarchical_query_metrics(scores, levels, num_levels, alpha), "_hier")
+            scores.masked_fill_(junk[rows], float("-inf"))
+        if num_levels == 1:
+            index, valid = label_keys.match(x.query_labels[rows, 0])
+            _accumulate(totals, binary_query_metrics(*positive_ranks(scores, index, valid), recall_at))
+        else:  # one sort of the rows serves H-AP, ASI, NDCG and the binary metrics of every column
+            ranking = sort_ranking(scores, levels_between(x.query_labels[rows], x.ref_labels), num_levels)
+            _accumulate(totals, hierarchical_query_metrics(ranking, alpha), "_hier")
+            for h in range(num_levels):
+                _accumulate(totals, level_binary_metrics(ranking, h, recall_at), f"_level{h}")
     return _finalise(totals, num_queries, num_levels, recall_at)
 
 

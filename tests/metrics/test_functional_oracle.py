@@ -9,7 +9,7 @@ import torch
 from sklearn.metrics import average_precision_score, ndcg_score
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, sort_ranking
 from tests.oracles.metrics import oracle_retrieval_metrics
 
 
@@ -112,7 +112,7 @@ def test_spec_worked_example_binary() -> None:
     assert out["map"] == pytest.approx(0.8333, abs=1e-4)
     assert out["map_at_r"] == pytest.approx(0.5)
     scores = torch.tensor([[5.0, 4, 3, 2, 1]])
-    asi = hierarchical_query_metrics(scores, torch.tensor([[1, 0, 1, 0, 0]]), 1, 1.0)["asi"]
+    asi = hierarchical_query_metrics(sort_ranking(scores, torch.tensor([[1, 0, 1, 0, 0]]), 1), 1.0)["asi"]
     assert float(asi) == pytest.approx(0.75)
 
 
@@ -140,3 +140,20 @@ def test_ap_ties_match_scikit_learn() -> None:
     out = retrieval_metrics(query, torch.tensor([1]), ref_embeddings=gallery, ref_labels=g_labels)
     expected = average_precision_score((g_labels == 1).numpy(), (gallery @ query.T)[:, 0].numpy())
     assert out["map"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_large_classes_take_the_binary_search_path(ties: bool) -> None:
+    e = _data(110, 3, 4, ties)
+    labels = torch.arange(110) % 2  # 54 positives per query: more than one comparison pass per positive allows
+    _assert_same(retrieval_metrics(e, labels, chunk_size=16), oracle_retrieval_metrics(e, labels))
+
+
+def test_both_counting_strategies_agree() -> None:
+    from ranklit.functional.positive_ranks import _count_at_least_by_passes, _count_at_least_by_search
+
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 5, (7, 40), generator=g).float()
+    scores[:, :3] = float("-inf")
+    thresholds = torch.cat([scores[:, 3:10], torch.full((7, 2), float("-inf"))], 1).sort(1, descending=True).values
+    assert torch.equal(_count_at_least_by_passes(scores, thresholds), _count_at_least_by_search(scores, thresholds))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics, sort_ranking
 from ranklit.functional.inputs import levels_between
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
 
@@ -36,10 +36,12 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
         after = binary_query_metrics(*positive_ranks(_apply(transform, scores), index, valid), (1, 3))
         for key in before:
             assert torch.equal(before[key], after[key]), key
-    before = hierarchical_query_metrics(scores, levels, 2, 1.0)
-    after = hierarchical_query_metrics(_apply(transform, scores), levels, 2, 1.0)
-    for key in before:
-        assert torch.allclose(before[key].double(), after[key].double(), rtol=1e-12), key
+    before_sorted, after_sorted = sort_ranking(scores, levels, 2), sort_ranking(_apply(transform, scores), levels, 2)
+    pairs = [(hierarchical_query_metrics(before_sorted, 1.0), hierarchical_query_metrics(after_sorted, 1.0))]
+    pairs += [(level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))) for h in range(2)]
+    for before, after in pairs:
+        for key in before:
+            assert torch.allclose(before[key].double(), after[key].double(), rtol=1e-12), key
 
 
 def test_increasing_affine_map_of_embeddings_changes_nothing() -> None:
