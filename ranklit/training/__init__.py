@@ -1,1 +1,17 @@
 """Training at scale: DDP gather, cross-batch memory, multistage backprop."""
+
+from ranklit.training.distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
+from ranklit.training.memory import CrossBatchMemory
+from ranklit.training.multistage import multistage_backward
+from ranklit.training.objective import RankingObjective, ranking_objective
+
+__all__ = [
+    "CrossBatchMemory",
+    "RankingObjective",
+    "average_gradients",
+    "gather_retrieval_set",
+    "gather_with_grad",
+    "is_distributed",
+    "multistage_backward",
+    "ranking_objective",
+]
