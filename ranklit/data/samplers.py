@@ -3,7 +3,9 @@
 Both samplers are ``torch.utils.data.Sampler[list[int]]`` objects passed to a ``DataLoader`` as ``batch_sampler=``.
 Each epoch, every rank rebuilds the same plan of batches from a generator seeded with ``seed + epoch`` and keeps the
 batches ``rank, rank + world_size, ...`` of it: ranks draw distinct batches of one permutation, all ranks run the same
-number of steps, and no global random state is touched. Lightning's own distributed sampler must be switched off
+number of steps, and no global random state is touched. Lightning's fit loop sets the epoch (through
+``batch_sampler.sampler.set_epoch``, where it looks); elsewhere call ``set_epoch`` before each epoch, or every epoch
+repeats the batches of epoch 0. Lightning's own distributed sampler must be switched off
 (``trainer.use_distributed_sampler: false``); if it is left on, constructing the sampler anew fails with a message
 that says so.
 """
@@ -33,8 +35,7 @@ def _process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
         world_size = dist.get_world_size() if running else 1
     if rank is None:
         rank = dist.get_rank() if running else 0
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"`world_size` must be a positive integer, got {world_size!r}.")
+    _positive_int(world_size, "world_size")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
         raise ValueError(f"`rank` must be an integer in [0, world_size={world_size}), got {rank!r}.")
     return rank, world_size
@@ -58,25 +59,20 @@ def _positive_int(value: int, name: str) -> int:
     return value
 
 
-def _class_members(fine: Tensor) -> tuple[Tensor, list[Tensor]]:
-    """Distinct fine labels (sorted) and, for each, the dataset indices holding it (ascending)."""
-    classes, counts = torch.unique(fine, return_counts=True)
-    order = torch.argsort(fine, stable=True)
-    return classes, list(order.split(counts.tolist()))
+def _class_members(fine: Tensor) -> list[Tensor]:
+    """For each distinct fine label (in sorted order), the dataset indices holding it (ascending)."""
+    counts = torch.unique(fine, return_counts=True)[1]
+    return list(torch.argsort(fine, stable=True).split(counts.tolist()))
 
 
 def _eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:
     """Positions of the classes a batch may use, warning about (and maybe skipping) classes with fewer than K images."""
     if small_classes not in ("replace", "skip"):
         raise ValueError(f"`small_classes` must be 'replace' or 'skip', got {small_classes!r}.")
-    small = [c for c, m in enumerate(members) if len(m) < k]
-    if small:
+    if small := [c for c, m in enumerate(members) if len(m) < k]:
         action = "skipped" if small_classes == "skip" else "completed by drawing with replacement"
-        warnings.warn(
-            f"{owner}: {len(small)} of {len(members)} classes have fewer than k={k} images; they are {action} "
-            f"(`small_classes={small_classes!r}`).",
-            stacklevel=3,
-        )
+        count = f"{len(small)} of {len(members)} classes have fewer than k={k} images"
+        warnings.warn(f"{owner}: {count}; they are {action} (`small_classes={small_classes!r}`).", stacklevel=3)
     if small_classes == "skip":
         return [c for c, m in enumerate(members) if len(m) >= k]
     return list(range(len(members)))
@@ -102,6 +98,16 @@ def _batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what
     return per_rank
 
 
+class _EpochForwarder:
+    """Exposed as ``batch_sampler.sampler``, where Lightning looks for ``set_epoch``; forwards the call."""
+
+    def __init__(self, owner: _EpochBatchSampler) -> None:
+        self._owner = owner
+
+    def set_epoch(self, epoch: int) -> None:
+        self._owner.set_epoch(epoch)
+
+
 class _EpochBatchSampler(Sampler[list[int]]):
     """Shared machinery: epoch seeding, rank split, length, and the guard against Lightning's sampler injection."""
 
@@ -121,6 +127,7 @@ class _EpochBatchSampler(Sampler[list[int]]):
         self.batch_size = self.p * self.k
         self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
         self.rank, self.world_size = _process_group(rank, world_size)
+        self.sampler = _EpochForwarder(self)
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch)."""
@@ -185,7 +192,7 @@ class PKSampler(_EpochBatchSampler):
         drop_last: bool = False,
     ) -> None:
         self._setup(p, k, seed, rank, world_size, drop_last)
-        _, members = _class_members(_label_matrix(labels, 1)[:, 0])
+        members = _class_members(_label_matrix(labels, 1)[:, 0])
         eligible = _eligible_classes(members, self.k, small_classes, "PKSampler")
         if len(eligible) < self.p:
             found = f"found {len(eligible)}; lower `p` or use `small_classes='replace'`"
@@ -256,17 +263,13 @@ class HierarchicalSampler(_EpochBatchSampler):
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
         self.batches_per_super_pair = _positive_int(batches_per_super_pair, "batches_per_super_pair")
         matrix = _label_matrix(labels, 2)
-        if not -matrix.shape[1] <= super_column < matrix.shape[1] or super_column in (0, -matrix.shape[1]):
-            raise ValueError(
-                f"`super_column` must index a coarser column of the {matrix.shape[1]}-column labels (1..L-1), "
-                f"got {super_column}."
-            )
-        classes, members = _class_members(matrix[:, 0])
-        if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(classes):
-            raise ValueError(
-                f"`labels` are not a hierarchy: some fine class (column 0) spans several super-classes (column "
-                f"{super_column}); every fine label must map to one super-class."
-            )
+        if not -matrix.shape[1] < super_column < matrix.shape[1] or super_column % matrix.shape[1] == 0:
+            bounds = f"a coarser column of the {matrix.shape[1]}-column labels (1..L-1)"
+            raise ValueError(f"`super_column` must index {bounds}, got {super_column}.")
+        members = _class_members(matrix[:, 0])
+        if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
+            problem = f"some fine class (column 0) spans several super-classes (column {super_column})"
+            raise ValueError(f"`labels` are not a hierarchy: {problem}; each fine label needs one super-class.")
         supers_of_class = [int(matrix[m[0], super_column]) for m in members]
         by_super: dict[int, list[Tensor]] = {}
         for c in _eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
@@ -277,13 +280,10 @@ class HierarchicalSampler(_EpochBatchSampler):
             warnings.warn(f"HierarchicalSampler: {message} and are skipped: {too_small[:10]}.", stacklevel=2)
         self._supers = [fine for s, fine in sorted(by_super.items()) if len(fine) >= half]
         if len(self._supers) < 2:
-            raise ValueError(
-                f"HierarchicalSampler needs at least 2 super-classes with p // 2 = {half} usable fine classes each, "
-                f"found {len(self._supers)}; lower `p` or use `PKSampler`."
-            )
+            found = f"{half} usable fine classes, found {len(self._supers)}; lower `p` or use `PKSampler`"
+            raise ValueError(f"HierarchicalSampler needs at least 2 super-classes with {found}.")
         self.small_classes = small_classes
-        self.num_super_classes = len(self._supers)
-        self.num_classes = sum(len(fine) for fine in self._supers)
+        self.num_super_classes, self.num_classes = len(self._supers), sum(len(fine) for fine in self._supers)
         num_planned = math.comb(self.num_super_classes, 2) * self.batches_per_super_pair
         self.num_batches = _batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
 

@@ -129,6 +129,47 @@ def test_guard_against_lightning_distributed_sampler() -> None:
         _dataloader_init_kwargs_resolve_sampler(loader, injected)
 
 
+def test_lightning_sets_the_epoch() -> None:
+    # Lightning's fit loop calls `set_epoch` on `dataloader.batch_sampler.sampler` (not on the batch sampler)
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
+    labels = _hier_labels(2, 4, 2)
+    for sampler in (PKSampler(labels, 2, 2), HierarchicalSampler(labels, 2, 2)):
+        loader = DataLoader(TensorDataset(torch.arange(len(labels))), batch_sampler=sampler)
+        _set_sampler_epoch(loader, 3)
+        assert sampler.epoch == 3
+
+
+def test_trainer_draws_new_batches_each_epoch(tmp_path: Path) -> None:
+    import lightning as L
+
+    seen: list[list[int]] = []
+
+    class Recorder(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+
+        def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+            seen.append(batch[0].tolist())
+            return self.weight.sum() * 0
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    labels = _labels([2] * 6)
+    sampler = PKSampler(labels, 3, 2, seed=4)
+    loader = DataLoader(TensorDataset(torch.arange(len(labels))), batch_sampler=sampler)
+    options = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", default_root_dir=tmp_path, enable_model_summary=False, **options)
+    trainer.fit(Recorder(), loader)
+    expected = []
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        expected += list(sampler)
+    assert seen == expected and seen[:2] != seen[2:]
+
+
 def test_dataloader_integration() -> None:
     labels = _labels([4] * 6)
     sampler = PKSampler(labels, 3, 2)
