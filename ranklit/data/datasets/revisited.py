@@ -76,7 +76,8 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         names = qimlist if split == "query" else imlist
         self._set_samples([self.root / "jpg" / f"{n}.jpg" for n in names], [(i,) for i in range(len(names))])
         self.labels = torch.arange(len(names)) if split == "query" else torch.full((len(names),), -1)
-        self.num_classes = len(names) if split == "query" else 0
+        self.class_names = [list(names)] if split == "query" else [[]]
+        self.num_classes = len(self.class_names[0])
 
     def _load(self, index: int) -> Image.Image:
         image = load_image(self.paths[index])
