@@ -4,12 +4,14 @@ from ranklit.models.backbones import EmbeddingNet, create_backbone
 from ranklit.models.module import RetrievalModule
 from ranklit.models.pooling import GeM, GlobalPool
 from ranklit.models.predictions import EmbeddingWriter, load_predictions
+from ranklit.models.ranking_images import RankingGridLogger
 
 __all__ = [
     "EmbeddingNet",
     "EmbeddingWriter",
     "GeM",
     "GlobalPool",
+    "RankingGridLogger",
     "RetrievalModule",
     "create_backbone",
     "load_predictions",
