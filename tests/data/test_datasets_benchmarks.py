@@ -91,6 +91,9 @@ def test_inaturalist_base_and_full(tmp_path: Path) -> None:
     assert full.class_names[6] == [("Animalia",), ("Plantae",)]
     test = INaturalist2018(tmp_path, "test", levels="full")
     assert set(test.class_names[0]).isdisjoint(base.class_names[0])
+    (tmp_path / "Inat_dataset_splits").rename(tmp_path / "moved")  # split files directly in root are read too
+    (tmp_path / "moved" / "Inaturalist_test_set1.txt").rename(tmp_path / "Inaturalist_test_set1.txt")
+    assert INaturalist2018(tmp_path, "test").paths == test.paths
 
 
 def test_inaturalist_errors(tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ _RANKS = ("kingdom", "phylum", "class", "order", "family", "genus")
 class INaturalist2018(ImageRetrievalDataset):
     """iNaturalist 2018 for retrieval: 5,690 train / 2,452 test species (Smooth-AP splits), with a hierarchy.
 
-    Reads ``Inat_dataset_splits/Inaturalist_{train,test}_set1.txt`` (one image path per line, relative to
-    ``root``, e.g. ``train_val2018/Plantae/7477/<hash>.jpg``; the parent folder is the species id) and the
-    taxonomy in ``train2018.json`` (``categories``: ``id``, ``supercategory``, ``kingdom`` … ``genus``).
+    Reads ``Inat_dataset_splits/Inaturalist_{train,test}_set1.txt`` (or the same files in ``root``; one image path
+    per line, relative to ``root``, e.g. ``train_val2018/Plantae/7477/<hash>.jpg``; the parent folder is the species
+    id) and the taxonomy in ``train2018.json`` (``categories``: ``id``, ``supercategory``, ``kingdom`` … ``genus``).
 
     ``levels="base"`` gives ``[species, super-category]`` (HAPPIER's iNat-base, ROADMAP); ``levels="full"`` gives the
     7 levels ``[species, genus, family, order, class, phylum, kingdom]`` (HAPPIER's iNat-full). A coarser label is
@@ -59,7 +59,9 @@ class INaturalist2018(ImageRetrievalDataset):
             raise ValueError(f"INaturalist2018: `levels` must be 'base' or 'full', got {levels!r}.")
         self.levels = levels
         taxonomy = self._taxonomy(self._file("train2018.json"))
-        listing = self._file("Inat_dataset_splits", f"Inaturalist_{split}_set1.txt")
+        name = f"Inaturalist_{split}_set1.txt"
+        flat = not (self.root / "Inat_dataset_splits").is_dir() and (self.root / name).is_file()
+        listing = self._file(name) if flat else self._file("Inat_dataset_splits", name)
         paths, rows = [], []
         for number, line in enumerate(listing.read_text().splitlines(), start=1):
             relative = line.strip()
