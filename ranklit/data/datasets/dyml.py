@@ -33,6 +33,16 @@ class DyML(ImageRetrievalDataset):
         split: ``"train"``, ``"query"``, ``"gallery"`` or ``"test"``.
         transform: applied to the PIL image.
         granularity: benchmark of the query/gallery splits: ``"fine"``, ``"middle"`` or ``"coarse"``.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "train").mkdir()
+        >>> shipped = "fname, coarse_id, middle_id, fine_id0.jpg, 1, 4, 9\\n1.jpg, 1, 4, 8"  # header glued to row 1
+        >>> _ = (root / "train" / "label.csv").write_text(shipped)
+        >>> data = DyML(root, "train")
+        >>> data.class_names, data.paths[0].relative_to(root).as_posix()
+        ([[8, 9], [4], [1]], 'train/imgs/0.jpg')
     """
 
     SPLITS = ("train", "query", "gallery", "test")

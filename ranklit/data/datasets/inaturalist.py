@@ -34,6 +34,12 @@ class INaturalist2018(ImageRetrievalDataset):
         levels: ``"base"`` (2 levels) or ``"full"`` (7 levels).
 
     Cost: parsing ``train2018.json`` (about 200 MB) takes a few seconds.
+
+    Example:
+        >>> INaturalist2018("/data/missing", levels="full")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: INaturalist2018: dataset folder /data/missing does not exist. Expected layout ...
     """
 
     SPLITS = ("train", "test")

@@ -26,6 +26,14 @@ class InShop(ImageRetrievalDataset):
         root: the In-Shop folder.
         split: ``"train"``, ``"query"`` or ``"gallery"``.
         transform: applied to the PIL image.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> InShop(root, "query")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: InShop: file .../list_eval_partition.txt not found. Expected layout ...
     """
 
     SPLITS = ("train", "query", "gallery")

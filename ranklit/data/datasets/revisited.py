@@ -39,6 +39,13 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         split: ``"query"`` or ``"gallery"``.
         transform: applied to the PIL image (after the query crop).
         name: ``"roxford5k"`` or ``"rparis6k"``.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> RevisitedLandmarks(pathlib.Path(tempfile.mkdtemp()), "gallery", name="rparis6k")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: RevisitedLandmarks: file .../gnd_rparis6k.pkl not found. Expected layout ...
     """
 
     SPLITS = ("query", "gallery")

@@ -23,6 +23,15 @@ class StanfordOnlineProducts(ImageRetrievalDataset):
         root: the ``Stanford_Online_Products`` folder.
         split: ``"train"`` or ``"test"``.
         transform: applied to the PIL image.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> rows = ["image_id class_id super_class_id path", "1 1 1 a/1.JPG", "2 1 1 a/2.JPG", "3 2 5 b/3.JPG"]
+        >>> _ = (root / "Ebay_train.txt").write_text("\\n".join(rows))
+        >>> data = StanfordOnlineProducts(root, "train")
+        >>> data.labels.tolist(), data.class_names, data.num_classes
+        ([[0, 0], [0, 0], [1, 1]], [[1, 2], [1, 5]], 2)
     """
 
     SPLITS = ("train", "test")

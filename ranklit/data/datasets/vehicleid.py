@@ -32,6 +32,13 @@ class VehicleID(ImageRetrievalDataset):
         root: the ``VehicleID_V1.0`` folder.
         split: ``"train"``, or the test set ``"small"``, ``"medium"`` or ``"large"``.
         transform: applied to the PIL image.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> VehicleID(pathlib.Path(tempfile.mkdtemp()), "medium")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: VehicleID: file .../attribute/model_attr.txt not found. Expected layout ...
     """
 
     SPLITS = tuple(_LISTS)
