@@ -5,11 +5,12 @@ ref_ids=None)``. The base classes here validate the call (:func:`ranklit.functio
 the cosine scores ``queries @ refs.T`` in the computation dtype (float64 stays float64; float32, bfloat16 and float16
 are computed in float32), build the ``[Q, N]`` mask of the items each query ranks, and hand them to a hook:
 
-- :class:`RetrievalLoss` -> ``retrieval_loss(scores, inputs, valid)``: the most general hook, with every label column.
+- :class:`RetrievalLoss` -> ``retrieval_loss(scores, inputs, valid)``: the most general hook, with every label
+  column. Hierarchical losses override it and derive the ``[Q, N]`` levels from ``inputs``
+  (``levels_between(inputs.query_labels, inputs.ref_labels)``, ``inputs.num_levels``; SPEC.md §0).
 - :class:`BinaryRetrievalLoss` -> ``binary_loss(scores, positives, valid)``: positives share the query's finest
-  label (column 0); a batch where no query has a positive raises ``ValueError``.
-- :class:`LevelRetrievalLoss` -> ``level_loss(scores, levels, valid)``: hierarchical losses receive the ``[Q, N]``
-  levels (``0..L``, number of agreeing label columns from the coarsest; SPEC.md §0) after a hierarchy check.
+  label (column 0); a batch where no query has a positive raises ``ValueError``. Losses that need more than the
+  masks (class ids, the embedding dimension) override ``retrieval_loss`` and call :func:`binary_positives`.
 
 Embeddings are assumed L2-normalised (the model normalises them), so scores are cosine similarities.
 """
@@ -19,16 +20,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import (
-    RetrievalInputs,
-    check_hierarchy,
-    excluded_pairs,
-    levels_between,
-    prepare_inputs,
-)
+from ranklit.functional.inputs import RetrievalInputs, excluded_pairs, prepare_inputs
 from ranklit.functional.loss_utils import require_positive_queries
 
-__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "LevelRetrievalLoss", "binary_positives"]
+__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
 
 
 def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
@@ -87,22 +82,4 @@ class BinaryRetrievalLoss(RetrievalLoss):
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         """Loss from ``[Q, N]`` scores and the bool ``positives`` (subset of ``valid``) and ``valid`` masks."""
-        raise NotImplementedError
-
-
-class LevelRetrievalLoss(RetrievalLoss):
-    """Base class of the hierarchical losses: they receive the level of every (query, item) pair.
-
-    Subclasses implement :meth:`level_loss`. The labels of queries and retrieval set must form one consistent
-    hierarchy (``ValueError`` otherwise); a batch where no query has an item of level ``>= 1`` raises ``ValueError``.
-    """
-
-    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
-        check_hierarchy(torch.cat([inputs.query_labels, inputs.ref_labels]))
-        levels = levels_between(inputs.query_labels, inputs.ref_labels)
-        require_positive_queries((levels > 0) & valid)
-        return self.level_loss(scores, levels, valid)
-
-    def level_loss(self, scores: Tensor, levels: Tensor, valid: Tensor) -> Tensor:
-        """Loss from ``[Q, N]`` scores, int64 ``levels`` in ``0..L`` and the bool ``valid`` mask."""
         raise NotImplementedError

@@ -86,7 +86,7 @@ def test_scores_beyond_the_end_centres_use_the_triangular_kernel() -> None:
     aps = []
     for q in range(2):
         pos, neg = positives[q].nonzero().flatten().tolist(), (~positives[q]).nonzero().flatten().tolist()
-        aps.append(oracle._binned_ap(scores[q], pos, neg, centres, 0.5))
+        aps.append(oracle.binned_ap_one_query(scores[q], pos, neg, centres, 0.5))
     expected = 1.0 - (aps[0] + aps[1]) / 2
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(torch.autograd.grad(loss, scores)[0], torch.autograd.grad(expected, scores)[0])

@@ -7,8 +7,6 @@ compared with the library.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
@@ -121,7 +119,7 @@ def _triangle(x: Tensor, centre: float, width: float) -> Tensor:
     return torch.clamp(1.0 - torch.abs(x - centre) / width, min=0.0)
 
 
-def _binned_ap(values, pos, neg, centres, width, tie_aware=False):
+def binned_ap_one_query(values, pos, neg, centres, width, tie_aware=False):
     """AP of one query from soft histograms over ``centres`` (most relevant first), SPEC.md §2."""
     h_pos = [sum(_triangle(values[j], c, width) for j in pos) for c in centres]
     h_all = [h_pos[m] + sum(_triangle(values[j], c, width) for j in neg) for m, c in enumerate(centres)]
@@ -141,7 +139,7 @@ def _binned_ap(values, pos, neg, centres, width, tie_aware=False):
 
 def fastap(*args, num_bins=10):
     centres = [4.0 * l / num_bins for l in range(num_bins + 1)]
-    aps = [_binned_ap(2 - 2 * s, pos, neg, centres, 4.0 / num_bins) for _, s, pos, neg in _binary_queries(args)]
+    aps = [binned_ap_one_query(2 - 2 * s, pos, neg, centres, 4.0 / num_bins) for _, s, pos, neg in _binary_queries(args)]
     return 1.0 - sum(aps) / len(aps)
 
 
@@ -150,7 +148,7 @@ def softbin(*args, num_bins=20, tie_aware=False, class_balanced=False):
     centres = [1.0 - m * width for m in range(num_bins)]
     by_class: dict[int, list] = {}
     for label, s, pos, neg in _binary_queries(args):
-        by_class.setdefault(label, []).append(_binned_ap(s, pos, neg, centres, width, tie_aware))
+        by_class.setdefault(label, []).append(binned_ap_one_query(s, pos, neg, centres, width, tie_aware))
     if class_balanced:
         return 1.0 - sum(sum(v) / len(v) for v in by_class.values()) / len(by_class)
     aps = [ap for v in by_class.values() for ap in v]
