@@ -19,83 +19,22 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import torch
-import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import Sampler
+
+from ranklit.data._sampling import (
+    batches_per_rank,
+    class_members,
+    draw_from_class,
+    eligible_classes,
+    label_matrix,
+    positive_int,
+    process_group,
+)
 
 __all__ = ["PKSampler", "HierarchicalSampler", "SmallClasses"]
 
 SmallClasses = Literal["replace", "skip"]
-
-
-def _process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
-    """Explicit ``rank``/``world_size``, else those of the running process group, else ``0``/``1``."""
-    running = dist.is_available() and dist.is_initialized()
-    if world_size is None:
-        world_size = dist.get_world_size() if running else 1
-    if rank is None:
-        rank = dist.get_rank() if running else 0
-    _positive_int(world_size, "world_size")
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError(f"`rank` must be an integer in [0, world_size={world_size}), got {rank!r}.")
-    return rank, world_size
-
-
-def _label_matrix(labels: Tensor | Sequence[int], min_columns: int) -> Tensor:
-    """Labels as a long ``[N, L]`` matrix (column 0 finest), with a clear error for anything else."""
-    labels = torch.as_tensor(labels)
-    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
-        raise TypeError(f"`labels` must hold integers, got dtype {labels.dtype}; pass `dataset.labels`.")
-    matrix = labels[:, None] if labels.dim() == 1 else labels
-    if matrix.dim() != 2 or matrix.shape[0] == 0 or matrix.shape[1] < min_columns:
-        expected = "[N] or [N, L]" if min_columns == 1 else f"[N, L] with L >= {min_columns} (fine, coarser...)"
-        raise ValueError(f"`labels` must be a non-empty {expected} tensor, got shape {tuple(labels.shape)}.")
-    return matrix.long()
-
-
-def _positive_int(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return value
-
-
-def _class_members(fine: Tensor) -> list[Tensor]:
-    """For each distinct fine label (in sorted order), the dataset indices holding it (ascending)."""
-    counts = torch.unique(fine, return_counts=True)[1]
-    return list(torch.argsort(fine, stable=True).split(counts.tolist()))
-
-
-def _eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:
-    """Positions of the classes a batch may use, warning about (and maybe skipping) classes with fewer than K images."""
-    if small_classes not in ("replace", "skip"):
-        raise ValueError(f"`small_classes` must be 'replace' or 'skip', got {small_classes!r}.")
-    if small := [c for c, m in enumerate(members) if len(m) < k]:
-        action = "skipped" if small_classes == "skip" else "completed by drawing with replacement"
-        count = f"{len(small)} of {len(members)} classes have fewer than k={k} images"
-        warnings.warn(f"{owner}: {count}; they are {action} (`small_classes={small_classes!r}`).", stacklevel=3)
-    if small_classes == "skip":
-        return [c for c, m in enumerate(members) if len(m) >= k]
-    return list(range(len(members)))
-
-
-def _draw(members: Tensor, k: int, generator: torch.Generator) -> list[int]:
-    """K indices of one class: without replacement, or every image then random repeats if the class has fewer."""
-    n = len(members)
-    picks = torch.randperm(n, generator=generator)[:k]
-    if n < k:
-        picks = torch.cat([picks, torch.randint(n, (k - n,), generator=generator)])
-    return members[picks].tolist()
-
-
-def _batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what: str) -> int:
-    """Batches each rank runs: the plan rounded down (``drop_last``) or up to a multiple of ``world_size``."""
-    per_rank = math.floor(num_batches / world_size) if drop_last else math.ceil(num_batches / world_size)
-    if per_rank < 1:
-        raise ValueError(
-            f"{what} give {num_batches:g} full batch(es) per epoch, fewer than world_size={world_size}; "
-            "use a smaller `p`, or `drop_last=False`."
-        )
-    return per_rank
 
 
 class _EpochForwarder:
@@ -123,10 +62,10 @@ class _EpochBatchSampler(Sampler[list[int]]):
         return super().__new__(cls)
 
     def _setup(self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool) -> None:
-        self.p, self.k = _positive_int(p, "p"), _positive_int(k, "k")
+        self.p, self.k = positive_int(p, "p"), positive_int(k, "k")
         self.batch_size = self.p * self.k
         self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
-        self.rank, self.world_size = _process_group(rank, world_size)
+        self.rank, self.world_size = process_group(rank, world_size)
         self.sampler = _EpochForwarder(self)
 
     def set_epoch(self, epoch: int) -> None:
@@ -149,7 +88,8 @@ class PKSampler(_EpochBatchSampler):
 
     Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
     ``p`` classes form the batches (the last group is completed with the first classes of the permutation unless
-    ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. Classes with fewer
+    ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. An epoch is one such
+    pass over the classes, or ``batches_per_epoch`` batches made of as many passes (fresh permutations) as needed. Classes with fewer
     than ``k`` images are either completed with repeats (``small_classes="replace"``: all their images, then draws
     with replacement) or skipped (``"skip"``); either way a warning counts them. The batches are dealt round-robin
     to the DDP ranks, so every rank gets ``len(sampler)`` distinct batches of the same plan.
@@ -164,6 +104,8 @@ class PKSampler(_EpochBatchSampler):
         small_classes: ``"replace"`` or ``"skip"`` for classes with fewer than ``k`` images.
         drop_last: drop the incomplete last group of classes (and round the batch count down to a multiple of
             ``world_size``) instead of completing it (rounding up).
+        batches_per_epoch: batches per epoch over all ranks (e.g. ``len(dataset) // (p * k)`` for epochs of the
+            dataset's size, as the papers' samplers); default: one pass over the classes, ``ceil(C / p)``.
 
     Raises:
         ValueError: fewer than ``p`` eligible classes, or non-positive ``p``/``k``.
@@ -190,25 +132,33 @@ class PKSampler(_EpochBatchSampler):
         world_size: int | None = None,
         small_classes: SmallClasses = "replace",
         drop_last: bool = False,
+        batches_per_epoch: int | None = None,
     ) -> None:
         self._setup(p, k, seed, rank, world_size, drop_last)
-        members = _class_members(_label_matrix(labels, 1)[:, 0])
-        eligible = _eligible_classes(members, self.k, small_classes, "PKSampler")
+        members = class_members(label_matrix(labels, 1)[:, 0])
+        eligible = eligible_classes(members, self.k, small_classes, "PKSampler")
         if len(eligible) < self.p:
             found = f"found {len(eligible)}; lower `p` or use `small_classes='replace'`"
             raise ValueError(f"PKSampler needs at least p={self.p} classes with usable images, {found}.")
         self.small_classes = small_classes
         self._members = [members[c] for c in eligible]
         self.num_classes = len(eligible)
-        self.num_batches = _batches_per_rank(self.num_classes / self.p, self.world_size, self.drop_last, "The classes")
+        passes = self.num_classes / self.p
+        self._per_pass = math.floor(passes) if self.drop_last else math.ceil(passes)
+        if batches_per_epoch is not None:
+            passes = positive_int(batches_per_epoch, "batches_per_epoch")
+        self.num_batches = batches_per_rank(passes, self.world_size, self.drop_last, "The classes")
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
-        order = torch.randperm(self.num_classes, generator=generator).tolist()
-        sequence = list(itertools.islice(itertools.cycle(order), self.num_batches * self.world_size * self.p))
-        return [
-            [i for c in sequence[b : b + self.p] for i in _draw(self._members[c], self.k, generator)]
-            for b in range(0, len(sequence), self.p)
-        ]
+        plan: list[list[int]] = []
+        while (needed := self.num_batches * self.world_size - len(plan)) > 0:
+            order = torch.randperm(self.num_classes, generator=generator).tolist()
+            sequence = list(itertools.islice(itertools.cycle(order), min(self._per_pass, needed) * self.p))
+            plan += [
+                [i for c in sequence[b : b + self.p] for i in draw_from_class(self._members[c], self.k, generator)]
+                for b in range(0, len(sequence), self.p)
+            ]
+        return plan
 
 
 class HierarchicalSampler(_EpochBatchSampler):
@@ -261,18 +211,18 @@ class HierarchicalSampler(_EpochBatchSampler):
         self._setup(p, k, seed, rank, world_size, drop_last)
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
-        self.batches_per_super_pair = _positive_int(batches_per_super_pair, "batches_per_super_pair")
-        matrix = _label_matrix(labels, 2)
+        self.batches_per_super_pair = positive_int(batches_per_super_pair, "batches_per_super_pair")
+        matrix = label_matrix(labels, 2)
         if not -matrix.shape[1] < super_column < matrix.shape[1] or super_column % matrix.shape[1] == 0:
             bounds = f"a coarser column of the {matrix.shape[1]}-column labels (1..L-1)"
             raise ValueError(f"`super_column` must index {bounds}, got {super_column}.")
-        members = _class_members(matrix[:, 0])
+        members = class_members(matrix[:, 0])
         if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
             problem = f"some fine class (column 0) spans several super-classes (column {super_column})"
             raise ValueError(f"`labels` are not a hierarchy: {problem}; each fine label needs one super-class.")
         supers_of_class = [int(matrix[m[0], super_column]) for m in members]
         by_super: dict[int, list[Tensor]] = {}
-        for c in _eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
+        for c in eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
             by_super.setdefault(supers_of_class[c], []).append(members[c])
         half = self.p // 2
         if too_small := sorted(s for s, fine in by_super.items() if len(fine) < half):
@@ -285,7 +235,7 @@ class HierarchicalSampler(_EpochBatchSampler):
         self.small_classes = small_classes
         self.num_super_classes, self.num_classes = len(self._supers), sum(len(fine) for fine in self._supers)
         num_planned = math.comb(self.num_super_classes, 2) * self.batches_per_super_pair
-        self.num_batches = _batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
+        self.num_batches = batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         pairs = list(itertools.combinations(range(self.num_super_classes), 2)) * self.batches_per_super_pair
@@ -295,6 +245,6 @@ class HierarchicalSampler(_EpochBatchSampler):
             batch: list[int] = []
             for s in pairs[pair]:
                 for c in itertools.islice(streams[s], half):
-                    batch += _draw(self._supers[s][c], self.k, generator)
+                    batch += draw_from_class(self._supers[s][c], self.k, generator)
             plan.append(batch)
         return plan

@@ -47,6 +47,25 @@ def test_pk_batches_shape_and_coverage(num_classes: int, drop_last: bool) -> Non
         assert seen == set(range(num_classes))  # one epoch covers every eligible class
 
 
+@pytest.mark.parametrize(("world_size", "drop_last", "per_rank"), [(1, False, 10), (3, False, 4), (3, True, 3)])
+def test_pk_batches_per_epoch_makes_fresh_passes(world_size: int, drop_last: bool, per_rank: int) -> None:
+    labels = _labels([5] * 12)
+    samplers = [
+        PKSampler(labels, 4, 2, rank=r, world_size=world_size, drop_last=drop_last, batches_per_epoch=10)
+        for r in range(world_size)
+    ]
+    assert [len(s) for s in samplers] == [per_rank] * world_size
+    per = [list(s) for s in samplers]
+    plan = [per[i % world_size][i // world_size] for i in range(per_rank * world_size)]  # undo the round-robin
+    for batch in plan:
+        _check_pk(batch, labels, 4, 2)
+    for start in range(0, len(plan) - 2, 3):  # 3 batches = one pass over the 12 classes
+        assert {int(labels[i]) for b in plan[start : start + 3] for i in b} == set(range(12))
+    assert plan[:3] != plan[3:6]  # each pass is a fresh permutation and fresh draws
+    with pytest.raises(ValueError, match="`batches_per_epoch` must be a positive integer"):
+        PKSampler(labels, 4, 2, batches_per_epoch=0)
+
+
 def test_pk_seed_and_epoch() -> None:
     labels = _labels([4] * 10)
     a, b = PKSampler(labels, 2, 2, seed=5), PKSampler(labels, 2, 2, seed=5)

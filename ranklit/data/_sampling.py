@@ -1,0 +1,91 @@
+"""Helpers of the batch samplers: process-group defaults, label checks, per-class draws, batch counts."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+__all__ = [
+    "batches_per_rank",
+    "class_members",
+    "draw_from_class",
+    "eligible_classes",
+    "label_matrix",
+    "positive_int",
+    "process_group",
+]
+
+
+def process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """Explicit ``rank``/``world_size``, else those of the running process group, else ``0``/``1``."""
+    running = dist.is_available() and dist.is_initialized()
+    if world_size is None:
+        world_size = dist.get_world_size() if running else 1
+    if rank is None:
+        rank = dist.get_rank() if running else 0
+    positive_int(world_size, "world_size")
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        raise ValueError(f"`rank` must be an integer in [0, world_size={world_size}), got {rank!r}.")
+    return rank, world_size
+
+
+def label_matrix(labels: Tensor | Sequence[int], min_columns: int) -> Tensor:
+    """Labels as a long ``[N, L]`` matrix (column 0 finest), with a clear error for anything else."""
+    labels = torch.as_tensor(labels)
+    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise TypeError(f"`labels` must hold integers, got dtype {labels.dtype}; pass `dataset.labels`.")
+    matrix = labels[:, None] if labels.dim() == 1 else labels
+    if matrix.dim() != 2 or matrix.shape[0] == 0 or matrix.shape[1] < min_columns:
+        expected = "[N] or [N, L]" if min_columns == 1 else f"[N, L] with L >= {min_columns} (fine, coarser...)"
+        raise ValueError(f"`labels` must be a non-empty {expected} tensor, got shape {tuple(labels.shape)}.")
+    return matrix.long()
+
+
+def positive_int(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return value
+
+
+def class_members(fine: Tensor) -> list[Tensor]:
+    """For each distinct fine label (in sorted order), the dataset indices holding it (ascending)."""
+    counts = torch.unique(fine, return_counts=True)[1]
+    return list(torch.argsort(fine, stable=True).split(counts.tolist()))
+
+
+def eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:
+    """Positions of the classes a batch may use, warning about (and maybe skipping) classes with fewer than K images."""
+    if small_classes not in ("replace", "skip"):
+        raise ValueError(f"`small_classes` must be 'replace' or 'skip', got {small_classes!r}.")
+    if small := [c for c, m in enumerate(members) if len(m) < k]:
+        action = "skipped" if small_classes == "skip" else "completed by drawing with replacement"
+        count = f"{len(small)} of {len(members)} classes have fewer than k={k} images"
+        warnings.warn(f"{owner}: {count}; they are {action} (`small_classes={small_classes!r}`).", stacklevel=3)
+    if small_classes == "skip":
+        return [c for c, m in enumerate(members) if len(m) >= k]
+    return list(range(len(members)))
+
+
+def draw_from_class(members: Tensor, k: int, generator: torch.Generator) -> list[int]:
+    """K indices of one class: without replacement, or every image then random repeats if the class has fewer."""
+    n = len(members)
+    picks = torch.randperm(n, generator=generator)[:k]
+    if n < k:
+        picks = torch.cat([picks, torch.randint(n, (k - n,), generator=generator)])
+    return members[picks].tolist()
+
+
+def batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what: str) -> int:
+    """Batches each rank runs: the plan rounded down (``drop_last``) or up to a multiple of ``world_size``."""
+    per_rank = math.floor(num_batches / world_size) if drop_last else math.ceil(num_batches / world_size)
+    if per_rank < 1:
+        raise ValueError(
+            f"{what} give {num_batches:g} full batch(es) per epoch, fewer than world_size={world_size}; "
+            "use a smaller `p`, or `drop_last=False`."
+        )
+    return per_rank
