@@ -89,10 +89,10 @@ class PKSampler(_EpochBatchSampler):
     Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
     ``p`` classes form the batches (the last group is completed with the first classes of the permutation unless
     ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. An epoch is one such
-    pass over the classes, or ``batches_per_epoch`` batches made of as many passes (fresh permutations) as needed. Classes with fewer
-    than ``k`` images are either completed with repeats (``small_classes="replace"``: all their images, then draws
-    with replacement) or skipped (``"skip"``); either way a warning counts them. The batches are dealt round-robin
-    to the DDP ranks, so every rank gets ``len(sampler)`` distinct batches of the same plan.
+    pass over the classes, or ``batches_per_epoch`` batches made of as many passes (fresh permutations) as needed.
+    Classes with fewer than ``k`` images are either completed with repeats (``small_classes="replace"``: all their
+    images, then draws with replacement) or skipped (``"skip"``); either way a warning counts them. The batches are
+    dealt round-robin to the DDP ranks, so every rank gets ``len(sampler)`` distinct batches of the same plan.
 
     Args:
         labels: ``[N]`` or ``[N, L]`` integer labels (column 0, the finest, is used), e.g. ``dataset.labels``.

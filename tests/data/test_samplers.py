@@ -180,7 +180,8 @@ def test_trainer_draws_new_batches_each_epoch(tmp_path: Path) -> None:
     sampler = PKSampler(labels, 3, 2, seed=4)
     loader = DataLoader(TensorDataset(torch.arange(len(labels))), batch_sampler=sampler)
     options = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
-    trainer = L.Trainer(max_epochs=2, accelerator="cpu", default_root_dir=tmp_path, enable_model_summary=False, **options)
+    options |= {"enable_model_summary": False, "default_root_dir": tmp_path}
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", **options)
     trainer.fit(Recorder(), loader)
     expected = []
     for epoch in (0, 1):
