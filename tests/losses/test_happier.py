@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ranklit.functional import hap_loss, hap_surrogate
-from ranklit.losses import ClusterLoss, HAPLoss, HAPPIERLoss, SupAPLoss
+from ranklit.losses import ClusterLoss, HAPLoss, HAPPIERLoss, LevelSumLoss, SupAPLoss
 from tests.oracles import hierarchical_losses as oracle
 from tests.oracles import losses as binary_oracle
 
@@ -162,3 +162,51 @@ def test_happier_is_weighted_sum_and_trains_the_proxies() -> None:
         HAPPIERLoss(num_classes=4, embedding_dim=4)(**args, **kwargs)
     with pytest.raises(ValueError, match="lam"):
         HAPPIERLoss(num_classes=4, embedding_dim=4, lam=1.5)
+
+
+GENERIC = {
+    "HAPLoss": HAPLoss,
+    "HAPPIERLoss": lambda: HAPPIERLoss(num_classes=6, embedding_dim=9),
+    "LevelSumLoss": lambda: LevelSumLoss(SupAPLoss()),
+}
+
+
+def _separated_batch(dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor]:
+    """Three images per fine class; same fine class scores 1, same coarse class 0.5, different coarse class 0."""
+    fine = torch.arange(6).repeat_interleave(3)
+    labels = hierarchical_labels(fine, 2)
+    eye = torch.eye(9, dtype=torch.float64)
+    emb = F.normalize(eye[fine] + eye[6 + labels[:, 1]])
+    return emb.to(dtype), labels
+
+
+@pytest.mark.parametrize("name", sorted(GENERIC))
+def test_generic_calls_dtypes_and_gradients(name: str) -> None:
+    torch.manual_seed(0)
+    loss_fn = GENERIC[name]()
+    emb, labels = _separated_batch()
+    emb = (emb + 0.3 * torch.randn(emb.shape, dtype=torch.float64)).requires_grad_()
+    loss = loss_fn(emb.float(), labels)
+    loss.backward()
+    assert torch.isfinite(emb.grad).all() and emb.grad.abs().sum() > 0
+    for pname, param in loss_fn.named_parameters():
+        assert param.grad is not None and param.grad.abs().sum() > 0, pname
+    half = loss_fn(emb.detach().bfloat16(), labels)
+    assert half.dtype == torch.float32
+    torch.testing.assert_close(half, loss_fn(emb.detach().bfloat16().float(), labels))
+    ids = torch.arange(100, 118)
+    explicit = loss_fn(emb, labels, ref_embeddings=emb, ref_labels=labels, ids=ids, ref_ids=ids)
+    torch.testing.assert_close(explicit, loss_fn(emb, labels))
+
+
+def test_perfect_separation_and_lone_queries() -> None:
+    emb, labels = _separated_batch()
+    assert HAPLoss()(emb, labels).item() == pytest.approx(0.0, abs=1e-12)
+    bad = emb[torch.randperm(len(emb), generator=torch.Generator().manual_seed(0))]
+    assert HAPLoss()(bad, labels) > 0.1
+    lone = F.normalize(torch.ones(1, 9, dtype=torch.float64), dim=1)
+    ids = torch.arange(18)
+    refs = {"ref_embeddings": emb, "ref_labels": labels, "ref_ids": ids}
+    with_lone = HAPLoss()(torch.cat([bad, lone]), torch.cat([labels, torch.tensor([[99, 99]])]),
+                          ids=torch.arange(19), **refs)  # fmt: skip
+    torch.testing.assert_close(with_lone, HAPLoss()(bad, labels, ids=ids, **refs))
