@@ -10,7 +10,11 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 from typing_extensions import override
 
-from ranklit.metrics import RetrievalMetrics
+from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
+from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
+from ranklit.training.memory import CrossBatchMemory
+from ranklit.training.multistage import multistage_backward
+from ranklit.training.objective import ranking_objective
 
 __all__ = ["RetrievalModule"]
 
@@ -19,9 +23,18 @@ class RetrievalModule(L.LightningModule):
     """Embedding network + ranking loss + retrieval metrics.
 
     Training: each batch ``{"image", "label", "index"}`` is embedded and the loss ranks every query against the
-    batch without itself. Under DDP with ``gather=True`` (default) every rank ranks its queries against the
-    embeddings of all ranks, gathered with gradients (``all_gather(..., sync_grads=True)``) and the query excluded by
-    its global sample index: the gradient equals that of one process with the global batch (SPEC.md §3).
+    batch without itself (excluded by sample index). Under DDP with ``gather=True`` (default) every rank ranks its
+    queries against the embeddings of all ranks, gathered with gradients (``all_gather(..., sync_grads=True)``) and
+    the query excluded by its global sample index: the gradient equals that of one process with the global batch
+    (SPEC.md §3). With a ``memory`` the queries are also ranked against past batches (XBM). With
+    ``multistage_chunk_size`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size``
+    images at a time (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
+    ``--trainer.precision bf16-mixed`` only affects the network. See :func:`ranklit.training.ranking_objective`.
+
+    **Multistage mode** uses Lightning's manual optimisation (one optimiser step per batch): Lightning rejects
+    ``trainer.gradient_clip_val`` and ``accumulate_grad_batches`` there, so clip with
+    ``multistage_gradient_clip_val`` (global norm); schedulers are stepped at their ``interval``/``frequency`` as in
+    automatic mode; under DDP gradients are averaged once per batch (:mod:`ranklit.training.manual`).
 
     Validation and test feed :class:`ranklit.metrics.RetrievalMetrics` and log ``val/<key>`` / ``test/<key>``
     (mAP, mAP@R, P@1, R@k; with hierarchical labels also H-AP, ASI, NDCG and per-level metrics). With a gallery
@@ -38,6 +51,13 @@ class RetrievalModule(L.LightningModule):
         recall_at: the ``k`` of the logged Recall@k.
         hap_alpha: ``alpha`` of the H-AP relevance in the logged metrics.
         gather: under DDP, rank against the retrieval set gathered from all ranks.
+        memory: a :class:`ranklit.training.CrossBatchMemory` (size, start step, weight), or ``None``.
+        multistage_chunk_size: images per forward pass with activations for multistage backprop; ``None`` = plain
+            backprop of the whole batch.
+        multistage_gradient_clip_val: maximum global gradient norm in multistage mode (``None`` = no clipping).
+        decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
+            (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
+            the epoch's samples); stores the epoch's embeddings.
     """
 
     def __init__(
@@ -51,40 +71,87 @@ class RetrievalModule(L.LightningModule):
         recall_at: tuple[int, ...] = (1, 2, 4, 8),
         hap_alpha: float = 1.0,
         gather: bool = True,
+        memory: CrossBatchMemory | None = None,
+        multistage_chunk_size: int | None = None,
+        multistage_gradient_clip_val: float | None = None,
+        decomposability_gap: bool = False,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["net", "loss"])
+        chunk = multistage_chunk_size
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"`multistage_chunk_size` must be a positive integer or None (plain backprop), got {chunk!r}.")
+        if multistage_gradient_clip_val is not None and multistage_chunk_size is None:
+            raise ValueError(
+                "`multistage_gradient_clip_val` only applies with `multistage_chunk_size`; without multistage backprop "
+                "use `trainer.gradient_clip_val`."
+            )
+        self.save_hyperparameters(ignore=["net", "loss", "memory"])
         self.net = net
         self.loss = loss
+        self.memory = memory
         self.optimizer_factory = optimizer
         self.scheduler_factory = lr_scheduler
+        self.automatic_optimization = multistage_chunk_size is None
         self.val_metrics = RetrievalMetrics(recall_at=recall_at, alpha=hap_alpha)
         self.test_metrics = RetrievalMetrics(recall_at=recall_at, alpha=hap_alpha)
+        self.train_gap = DecomposabilityGap() if decomposability_gap else None
 
     @override
     def forward(self, images: Tensor) -> Tensor:
         return self.net(images)
 
-    def _retrieval_set(self, embeddings: Tensor, labels: Tensor, ids: Tensor) -> dict[str, Tensor]:
-        """Keyword arguments giving the loss its retrieval set: the whole DDP batch when gathering, else the batch."""
-        if not self.hparams.gather or self.trainer.world_size == 1:
-            return {}
-        gathered = [self.all_gather(t, sync_grads=t is embeddings) for t in (embeddings, labels, ids)]
-        ref_embeddings, ref_labels, ref_ids = (t.flatten(0, 1) for t in gathered)
-        return {"ref_embeddings": ref_embeddings, "ref_labels": ref_labels, "ids": ids, "ref_ids": ref_ids}
-
-    @override
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        embeddings = self.net(batch["image"])
-        loss = self.loss(embeddings, batch["label"], **self._retrieval_set(embeddings, batch["label"], batch["index"]))
+    def _objective(self, embeddings: Tensor, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        labels, ids = batch["label"], batch["index"]
+        objective = ranking_objective(
+            self.loss, embeddings, labels, ids, gather=self.hparams.gather, memory=self.memory, step=self.global_step
+        )
+        loss = objective.loss
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"The training loss ({type(self.loss).__name__}) is {loss.item()} at global step {self.global_step} "
                 f"(epoch {self.current_epoch}, batch {batch_idx}). Lower the learning rate, check the data, or try "
                 "`--trainer.precision 32`."
             )
-        self.log("train/loss", loss, prog_bar=True, batch_size=embeddings.shape[0])
+        if self.train_gap is not None:
+            refs = objective.ref_embeddings.detach(), objective.ref_labels, objective.ref_ids
+            self.train_gap.update(embeddings, labels, ids, ref_embeddings=refs[0], ref_labels=refs[1], ref_ids=refs[2])
         return loss
+
+    @override
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        images = batch["image"]
+        if self.automatic_optimization:
+            loss = self._objective(self.net(images), batch, batch_idx)
+        else:
+            clip_val = self.hparams.multistage_gradient_clip_val
+            loss = manual_optimization_step(self, lambda: self._multistage(batch, batch_idx), batch_idx, clip_val)
+        self.log("train/loss", loss, prog_bar=True, batch_size=images.shape[0])
+        return loss
+
+    def _multistage(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        loss, _ = multistage_backward(
+            self.net,
+            batch["image"],
+            lambda embeddings: self._objective(embeddings, batch, batch_idx),
+            self.hparams.multistage_chunk_size,
+            backward=self.manual_backward,
+        )
+        return loss
+
+    @override
+    def on_train_start(self) -> None:
+        if not self.automatic_optimization:
+            prepare_ddp(self.trainer)
+
+    @override
+    def on_train_epoch_end(self) -> None:
+        if not self.automatic_optimization:
+            step_lr_schedulers(self, "epoch")
+        if self.train_gap is not None:
+            gap = self.train_gap.compute()
+            self.train_gap.reset()
+            for key, name in (("batch_map", "batch_map"), ("map", "map"), ("gap", "decomposability_gap")):
+                self.log(f"train/{name}", gap[key])
 
     def _update(self, metrics: RetrievalMetrics, batch: dict[str, Tensor], dataloader_idx: int) -> None:
         metrics.update(self.net(batch["image"]), batch["label"], batch["index"], gallery=dataloader_idx == 1)

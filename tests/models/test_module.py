@@ -1,0 +1,155 @@
+"""``RetrievalModule``: NaN guard, parameter groups, multistage = plain backprop, memory, schedulers, bf16, gap logging."""
+
+from __future__ import annotations
+
+import copy
+from functools import partial
+
+import lightning as L
+import pytest
+import torch
+from torch import Tensor, nn
+from torch.utils.data import DataLoader
+
+from ranklit.data import RetrievalDataModule
+from ranklit.losses import ROADMAPLoss, SmoothAPLoss
+from ranklit.models import EmbeddingNet, RetrievalModule
+from ranklit.training import CrossBatchMemory
+
+SYNTHETIC = {"levels": 2, "num_coarse": 2, "fine_per_parent": 4, "images_per_class": 8, "image_size": 32}
+
+
+def _datamodule(batch_size: int = 16) -> RetrievalDataModule:
+    return RetrievalDataModule(
+        dataset="SyntheticHierarchy",
+        dataset_options=SYNTHETIC,
+        image_size=32,
+        resize_size=32,
+        crop_size=32,
+        batch_size=batch_size,
+        eval_batch_size=64,
+    )
+
+
+def _trainer(**kwargs) -> L.Trainer:
+    options = dict(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+        num_sanity_val_steps=0,
+    )
+    return L.Trainer(**{**options, **kwargs})
+
+
+def _net() -> EmbeddingNet:
+    torch.manual_seed(0)
+    return EmbeddingNet("test_resnet", embedding_dim=8)
+
+
+class _NanLoss(nn.Module):
+    def forward(self, embeddings: Tensor, labels: Tensor, **refs: Tensor) -> Tensor:
+        return embeddings.sum() * float("nan")
+
+
+@pytest.mark.parametrize("chunk", [None, 8])
+def test_nan_loss_stops_training_naming_the_global_step(chunk: int | None) -> None:
+    module = RetrievalModule(_net(), _NanLoss(), multistage_chunk_size=chunk)
+    with pytest.raises(FloatingPointError, match=r"_NanLoss\) is nan at global step 0 \(epoch 0, batch 0\)"):
+        _trainer(fast_dev_run=1).fit(module, datamodule=_datamodule())
+
+
+class _ProxyLoss(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proxies = nn.Parameter(torch.randn(3, 8))
+
+    def forward(self, embeddings: Tensor, labels: Tensor, **refs: Tensor) -> Tensor:
+        return (embeddings @ self.proxies.T).mean()
+
+
+def test_parameter_groups_get_head_and_loss_learning_rates() -> None:
+    net, loss = _net(), _ProxyLoss()
+    module = RetrievalModule(net, loss, optimizer=partial(torch.optim.SGD, lr=0.1), head_lr=0.5, loss_lr=7.0)
+    groups = {g["name"]: g for g in module.configure_optimizers().param_groups}
+    assert [groups[n]["lr"] for n in ("backbone", "head", "loss")] == [0.1, 0.5, 7.0]
+    assert {id(p) for p in groups["head"]["params"]} == {id(p) for p in net.head_parameters()}
+    assert [id(p) for p in groups["loss"]["params"]] == [id(loss.proxies)]
+    assert len(groups["backbone"]["params"]) == len(list(net.backbone.parameters()))
+
+
+def test_invalid_multistage_options_are_rejected() -> None:
+    with pytest.raises(ValueError, match="multistage_chunk_size"):
+        RetrievalModule(_net(), SmoothAPLoss(), multistage_chunk_size=0)
+    with pytest.raises(ValueError, match="trainer.gradient_clip_val"):
+        RetrievalModule(_net(), SmoothAPLoss(), multistage_gradient_clip_val=1.0)
+
+
+def _one_batch_loader(images: Tensor, labels: Tensor, steps: int = 1) -> DataLoader:
+    batch = {"image": images, "label": labels, "index": torch.arange(images.shape[0])}
+    return DataLoader([batch] * steps, batch_size=None)
+
+
+def _fit(module: RetrievalModule, loader: DataLoader, **trainer) -> RetrievalModule:
+    _trainer(**{"max_epochs": 1, **trainer}).fit(module, train_dataloaders=loader)
+    return module
+
+
+def test_multistage_step_equals_the_plain_step() -> None:
+    """Same initial weights, same batch, SGD: the weights after one step agree (frozen batch-norm, no dropout)."""
+    torch.manual_seed(0)
+    net = EmbeddingNet("test_resnet", embedding_dim=8, freeze_batchnorm=True)
+    net.train()  # puts the frozen batch-norm layers in eval mode (Lightning keeps the modes it is given)
+    images, labels = torch.randn(20, 3, 16, 16), torch.arange(20) // 4
+    sgd = partial(torch.optim.SGD, lr=0.5)
+    plain = _fit(RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd), _one_batch_loader(images, labels))
+    multi = RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd, multistage_chunk_size=8)
+    _fit(multi, _one_batch_loader(images, labels))
+    moved = [(a - b).abs().max() for a, b in zip(plain.net.parameters(), net.parameters())]
+    assert max(moved) > 1e-4  # the step did something
+    for a, b in zip(plain.net.parameters(), multi.net.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_multistage_steps_schedulers_like_automatic_mode_and_clips() -> None:
+    images, labels = torch.randn(8, 3, 16, 16), torch.arange(8) // 4
+    sgd, step_lr = partial(torch.optim.SGD, lr=1.0), partial(torch.optim.lr_scheduler.StepLR, step_size=1, gamma=0.5)
+    lrs = []
+    for chunk, clip in ((None, None), (4, 1e-6)):
+        module = RetrievalModule(
+            _net(), SmoothAPLoss(), optimizer=sgd, lr_scheduler=step_lr, multistage_chunk_size=chunk,
+            multistage_gradient_clip_val=clip,
+        )
+        before = [p.detach().clone() for p in module.net.parameters()]
+        _fit(module, _one_batch_loader(images, labels, steps=2), max_epochs=3)
+        lrs.append(module.trainer.optimizers[0].param_groups[0]["lr"])
+        if clip is not None:  # 6 steps of lr <= 1 with gradient norm <= 1e-6
+            change = torch.cat([(p.detach() - b).flatten() for p, b in zip(module.net.parameters(), before)])
+            assert 0 < change.norm() <= 6e-6
+    assert lrs == [0.125, 0.125]
+
+
+def test_memory_and_decomposability_gap_are_logged() -> None:
+    memory = CrossBatchMemory(size=16, start_step=1)
+    module = RetrievalModule(_net(), ROADMAPLoss(), memory=memory, decomposability_gap=True)
+    trainer = _trainer(max_epochs=2, limit_val_batches=0)
+    trainer.fit(module, datamodule=_datamodule())
+    assert trainer.global_step >= 2 and len(memory) == 16
+    assert memory.ids.unique().numel() == 16
+    logged = trainer.callback_metrics
+    assert {"train/batch_map", "train/map", "train/decomposability_gap"} <= set(logged)
+    gap = logged["train/batch_map"] - logged["train/map"]
+    assert float(logged["train/decomposability_gap"]) == pytest.approx(float(gap), abs=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [None, 8])
+def test_bf16_mixed_precision_trains(chunk: int | None) -> None:
+    memory = CrossBatchMemory(size=16)
+    module = RetrievalModule(_net(), ROADMAPLoss(), memory=memory, multistage_chunk_size=chunk)
+    trainer = _trainer(fast_dev_run=1, precision="bf16-mixed")
+    trainer.fit(module, datamodule=_datamodule())
+    assert torch.isfinite(trainer.callback_metrics["train/loss"])
+    assert len(memory) == 16 and memory.embeddings.dtype == torch.float32
