@@ -25,7 +25,18 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional.metrics import retrieval_metrics
 
-__all__ = ["decomposability_gap", "DecomposabilityGap"]
+__all__ = ["decomposability_gap", "DecomposabilityGap", "latest_per_id"]
+
+
+def latest_per_id(ids: Tensor) -> Tensor:
+    """Positions of the last occurrence of every distinct id, in increasing id order.
+
+    >>> latest_per_id(torch.tensor([7, 3, 7, 5, 3])).tolist()
+    [4, 3, 2]
+    """
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    positions = torch.arange(ids.shape[0], device=ids.device)
+    return torch.full_like(unique, -1).scatter_reduce(0, inverse, positions, reduce="amax")
 
 
 def _finest(labels: Tensor) -> Tensor:
@@ -55,9 +66,7 @@ def _batch_ap_sum(
 
 def _global_map(embeddings: Tensor, labels: Tensor, ids: Tensor) -> float:
     """mAP of the samples ranked against each other, keeping the last embedding stored for each id."""
-    unique, inverse = torch.unique(ids, return_inverse=True)
-    positions = torch.arange(ids.shape[0], device=ids.device)
-    last = torch.full_like(unique, -1).scatter_reduce(0, inverse, positions, reduce="amax")
+    last = latest_per_id(ids)
     return float(retrieval_metrics(embeddings[last], _finest(labels[last]), ids=ids[last], recall_at=(1,))["map"])
 
 

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from ranklit.functional.inputs import compute_dtype
+from ranklit.metrics.decomposability import latest_per_id
 
 __all__ = ["CrossBatchMemory"]
 
@@ -138,8 +139,10 @@ class CrossBatchMemory:
     def enqueue(self, embeddings: Tensor, labels: Tensor, ids: Tensor) -> None:
         """Store a batch (detached), replacing the oldest entries and every older copy of the same sample ids.
 
+        A sample drawn twice in the batch is stored once (its last copy).
+
         Args:
-            embeddings: ``[B, D]`` embeddings (a batch larger than ``size`` keeps its last ``size`` rows).
+            embeddings: ``[B, D]`` embeddings (a batch larger than ``size`` keeps ``size`` of its samples).
             labels: ``[B]`` or ``[B, L]`` labels.
             ids: ``[B]`` global sample ids (dataset indices).
         """
@@ -148,7 +151,8 @@ class CrossBatchMemory:
             self._store = _Storage.allocate(self.size, embeddings, labels)
         store = self._store
         device = store.ids.device
-        embeddings, labels, ids = (t.detach()[-self.size :].to(device) for t in (embeddings, labels, ids))
+        keep = latest_per_id(ids)[-self.size :]  # one entry per sample: its last copy in the batch
+        embeddings, labels, ids = (t.detach()[keep].to(device) for t in (embeddings, labels, ids))
         store.filled &= ~torch.isin(store.ids, ids)
         slots = (self._pointer + torch.arange(ids.shape[0], device=device)) % self.size
         store.embeddings[slots] = embeddings.to(store.embeddings.dtype)
