@@ -93,7 +93,11 @@ def test_half_precision_batches_are_stored_in_float32() -> None:
 
 
 def test_invalid_arguments_are_rejected() -> None:
-    for kwargs, name in (({"size": 0}, "size"), ({"size": 4, "start_step": -1}, "start_step"), ({"size": 4, "weight": 0.0}, "weight")):
+    for kwargs, name in (
+        ({"size": 0}, "size"),
+        ({"size": 4, "start_step": -1}, "start_step"),
+        ({"size": 4, "weight": 0.0}, "weight"),
+    ):
         with pytest.raises(ValueError, match=name):
             CrossBatchMemory(**kwargs)
     memory = CrossBatchMemory(size=4)
