@@ -5,6 +5,7 @@ from ranklit.models.module import RetrievalModule
 from ranklit.models.pooling import GeM, GlobalPool
 from ranklit.models.predictions import EmbeddingWriter, load_predictions
 from ranklit.models.ranking_images import RankingGridLogger
+from ranklit.models.schedules import WarmupCosineLR
 
 __all__ = [
     "EmbeddingNet",
@@ -13,6 +14,7 @@ __all__ = [
     "GlobalPool",
     "RankingGridLogger",
     "RetrievalModule",
+    "WarmupCosineLR",
     "create_backbone",
     "load_predictions",
 ]
