@@ -17,6 +17,7 @@ from ranklit.viz import (
     embedding_map,
     figure_to_array,
     gap_figure,
+    image_grid,
     level_colour,
     metric_curves,
     ranking_grid,
@@ -216,3 +217,12 @@ def test_figure_to_array_renders_rgb() -> None:
     fig = step_functions_figure()
     array = figure_to_array(fig, dpi=20)
     assert array.dtype == np.uint8 and array.shape == (76, 200, 3) and array.std() > 0
+
+
+def test_image_grid_shows_every_image_with_its_title() -> None:
+    images = torch.randint(0, 256, (5, 3, 4, 4), dtype=torch.uint8)
+    fig = image_grid(images, [f"#{i}" for i in range(5)], ncols=2)
+    assert [ax.get_title() for ax in fig.axes] == [f"#{i}" for i in range(5)]
+    assert np.allclose(fig.axes[3].get_images()[0].get_array(), images[3].permute(1, 2, 0).numpy() / 255.0)
+    with pytest.raises(ValueError, match="titles"):
+        image_grid(images, ["a"])

@@ -6,13 +6,14 @@
 - :func:`step_functions_figure`: the Heaviside step and its surrogates (ROADMAP Fig. 3);
 - :func:`gap_figure`: the decomposability gap against the batch size (ROADMAP Fig. 5);
 - :func:`metric_curves`: training curves from a ``CSVLogger``'s ``metrics.csv``;
+- :func:`image_grid`: a few images with their labels;
 - :func:`to_display`, :func:`figure_to_array`: image conversions.
 
 Every function returns a ``matplotlib.figure.Figure``; in Jupyter (``%matplotlib inline``) it displays as the cell's
 value, elsewhere save it with ``fig.savefig(path)``.
 """
 
-from ranklit.viz.images import figure_to_array, to_display
+from ranklit.viz.images import figure_to_array, image_grid, to_display
 from ranklit.viz.plots import class_means, embedding_map, gap_figure, metric_curves, step_functions_figure
 from ranklit.viz.rankings import Retrieved, dataset_images, level_colour, ranking_grid, retrieve
 
@@ -23,6 +24,7 @@ __all__ = [
     "embedding_map",
     "figure_to_array",
     "gap_figure",
+    "image_grid",
     "level_colour",
     "metric_curves",
     "ranking_grid",

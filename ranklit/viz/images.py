@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from torch import Tensor
 
-__all__ = ["to_display", "figure_to_array"]
+__all__ = ["to_display", "figure_to_array", "image_grid"]
 
 
 def to_display(
@@ -58,3 +58,35 @@ def figure_to_array(figure: Figure, dpi: float | None = None) -> np.ndarray:
         figure.set_dpi(dpi)
     canvas.draw()
     return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+def image_grid(
+    images: Tensor | np.ndarray,
+    titles: Sequence[str] | None = None,
+    *,
+    ncols: int = 8,
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
+    cell_inches: float = 1.2,
+) -> Figure:
+    """Show images ``[N, C, H, W]`` in rows of ``ncols``, each with an optional title (e.g. its labels).
+
+    Example:
+        >>> len(image_grid(torch.zeros(5, 3, 4, 4, dtype=torch.uint8), [str(i) for i in range(5)], ncols=3).axes)
+        5
+    """
+    shown = to_display(images, mean, std)
+    if titles is not None and len(titles) != len(shown):
+        raise ValueError(f"`titles` needs one title per image ({len(shown)}), got {len(titles)}.")
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"`ncols` must be a positive integer, got {ncols!r}.")
+    ncols = min(ncols, len(shown))
+    nrows = -(-len(shown) // ncols)
+    fig = Figure(figsize=(cell_inches * ncols, (cell_inches + 0.25) * nrows), layout="constrained")
+    for i, image in enumerate(shown):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        ax.imshow(image, interpolation="nearest")
+        ax.set_axis_off()
+        if titles is not None:
+            ax.set_title(titles[i], fontsize=8)
+    return fig
