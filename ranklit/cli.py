@@ -32,6 +32,10 @@ class RanklitCLI(LightningCLI):
 
     @override
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
+        # Proxy-based losses (ClusterLoss, HAPPIERLoss, CSLLoss, NormSoftmax, ProxyNCA++) get the number of fine
+        # training classes from the data and the embedding dimension from the network: never typed twice.
+        parser.link_arguments("data.num_classes", "model.loss.init_args.num_classes", apply_on="instantiate")
+        parser.link_arguments("model.net.init_args.embedding_dim", "model.loss.init_args.embedding_dim")
         parser.add_argument(
             "--baseline_validation",
             type=bool,

@@ -47,6 +47,8 @@ class RetrievalDataModule(L.LightningDataModule):
         sampler: ``pk`` or ``hierarchical``.
         batches_per_super_pair: batches per pair of super-classes per epoch (hierarchical sampler).
         small_classes: classes with fewer than ``K`` images are drawn with ``replace``-ment or ``skip``-ped.
+        batches_per_epoch: P×K batches per epoch (``None``: one pass over the classes, each class once); more
+            batches make further passes, each with a fresh permutation.
         eval_batch_size: batch size of the evaluation loaders.
         image_size: training crop (RandomResizedCrop) side.
         crop_scale: area range of the training crop, as a fraction of the image.
@@ -70,6 +72,7 @@ class RetrievalDataModule(L.LightningDataModule):
         sampler: Literal["pk", "hierarchical"] = "pk",
         batches_per_super_pair: int = 5,
         small_classes: Literal["replace", "skip"] = "replace",
+        batches_per_epoch: int | None = None,
         eval_batch_size: int = 128,
         image_size: int = 224,
         crop_scale: tuple[float, float] = (0.16, 1.0),
@@ -128,7 +131,14 @@ class RetrievalDataModule(L.LightningDataModule):
         hp = self.hparams
         p = hp.batch_size // hp.samples_per_class
         if hp.sampler == "pk":
-            return PKSampler(labels, p, hp.samples_per_class, seed=hp.seed, small_classes=hp.small_classes)
+            return PKSampler(
+                labels,
+                p,
+                hp.samples_per_class,
+                seed=hp.seed,
+                small_classes=hp.small_classes,
+                batches_per_epoch=hp.batches_per_epoch,
+            )
         return HierarchicalSampler(
             labels,
             p,
