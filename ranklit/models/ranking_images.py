@@ -8,6 +8,7 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import WandbLogger
+from matplotlib.figure import Figure
 from torch import Tensor
 from typing_extensions import override
 
@@ -110,7 +111,7 @@ class RankingGridLogger(Callback):
         keep = order[torch.cat([sorted_ids.new_ones(1, dtype=torch.bool), sorted_ids[1:] != sorted_ids[:-1]])]
         return embeddings[keep], labels[keep], ids[keep]
 
-    def _figure(self, trainer: L.Trainer) -> Any:
+    def _figure(self, trainer: L.Trainer) -> Figure:
         loaders = trainer.val_dataloaders
         loaders = loaders if isinstance(loaders, (list, tuple)) else [loaders]
         embeddings, labels, ids = self._collected(0)

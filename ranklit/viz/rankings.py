@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from torch import Tensor
+from torch.utils.data import Dataset
 
 from ranklit.functional.inputs import excluded_pairs, levels_between, prepare_inputs
 from ranklit.viz.images import to_display
@@ -97,21 +99,21 @@ def level_colour(level: int, num_levels: int) -> str:
     return _GREEN if level >= num_levels else (_ORANGE if level > 0 else _RED)
 
 
-def dataset_images(dataset: object, indices: Tensor | Sequence[int]) -> Tensor:
+def dataset_images(dataset: Dataset, indices: Tensor | Sequence[int]) -> Tensor:
     """Stack ``dataset[i]["image"]`` for the given indices (ranklit datasets return ``{"image", "label", "index"}``).
 
     Only the requested items are loaded, so it is cheap for a few queries of a large dataset.
     """
     flat = torch.as_tensor(indices).reshape(-1)
-    images = torch.stack([torch.as_tensor(dataset[int(i)]["image"]) for i in flat])  # type: ignore[index]
+    images = torch.stack([torch.as_tensor(dataset[int(i)]["image"]) for i in flat])
     return images.reshape(*torch.as_tensor(indices).shape, *images.shape[1:])
 
 
-def _frame(ax: object, image: np.ndarray, colour: str, width: float) -> None:
-    ax.imshow(image, interpolation="nearest")  # type: ignore[attr-defined]
-    ax.set_xticks([])  # type: ignore[attr-defined]
-    ax.set_yticks([])  # type: ignore[attr-defined]
-    for spine in ax.spines.values():  # type: ignore[attr-defined]
+def _frame(ax: Axes, image: np.ndarray, colour: str, width: float) -> None:
+    ax.imshow(image, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
         spine.set_edgecolor(colour)
         spine.set_linewidth(width)
 
