@@ -41,6 +41,8 @@ from ranklit.functional.relevance import relevance
 
 __all__ = ["hap_surrogate", "hap_loss", "check_hap_hyperparameters"]
 
+_INTERMEDIATES = 4
+
 
 def check_hap_hyperparameters(
     *, tau: float, rho: float, delta: float, leak: float, beta: float, gamma: float, alpha: float
@@ -123,7 +125,8 @@ def hap_surrogate(
         leak, beta, gamma: parameters of the lower bound ``H_lb`` used in ``H-rank``.
         with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
             gradient-free step there, as the authors' configs do.
-        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size`).
+        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size` for rows four
+            times wider, as this loss keeps about four times as many intermediates as SupAP).
 
     Returns:
         ``(hap, has_relevant)``, both ``[Q]``: the surrogate H-AP (0 for a query without relevant item) and whether
@@ -147,7 +150,8 @@ def hap_surrogate(
     rel = relevance(levels, num_levels, alpha=alpha, valid=valid).to(scores.dtype)
     index, ranked = select_columns((levels > 0) & valid)
     has_relevant = ranked.any(dim=1)
-    size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
+    # about four times as many [chunk, P, N] intermediates as SupAP: size the default chunks accordingly
+    size = resolve_chunk_size(chunk_size, scores.shape[0], _INTERMEDIATES * index.shape[1], scores.shape[1])
     if index.shape[1] == 0:
         return scores.new_zeros(scores.shape[0]), has_relevant
     steps = {"tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma}
