@@ -31,14 +31,17 @@ __all__ = ["blackbox_ap_loss", "descending_ranks"]
 
 def descending_ranks(scores: Tensor, mask: Tensor) -> Tensor:
     """``rank(k) = #{j in mask: s_j >= s_k}`` for every masked entry of each row (ties count against ``k``; entries
-    outside ``mask`` get 0). Sort-based: ``O(Q N log N)`` time, ``O(Q N)`` memory.
+    outside ``mask`` get 0). One sort per row: ``O(Q N log N)`` time, ``O(Q N)`` memory.
 
     >>> descending_ranks(torch.tensor([[0.2, 0.9, 0.2, 0.5]]), torch.tensor([[True, True, True, False]])).tolist()
     [[3.0, 1.0, 3.0, 0.0]]
     """
-    ordered = torch.where(mask, scores, torch.full_like(scores, -torch.inf)).sort(dim=1).values
-    below = torch.searchsorted(ordered, scores.contiguous(), side="left")
-    ranks = (scores.shape[1] - below).to(scores.dtype)
+    values, order = torch.where(mask, scores, torch.full_like(scores, -torch.inf)).sort(dim=1)
+    positions = torch.arange(scores.shape[1], device=scores.device).expand_as(values)
+    run_starts = torch.ones_like(mask)
+    run_starts[:, 1:] = values[:, 1:] != values[:, :-1]
+    first_of_run = torch.where(run_starts, positions, torch.zeros_like(positions)).cummax(dim=1).values
+    ranks = torch.empty_like(scores).scatter_(1, order, (scores.shape[1] - first_of_run).to(scores.dtype))
     return torch.where(mask, ranks, torch.zeros_like(ranks))
 
 
@@ -75,7 +78,7 @@ def blackbox_ap_loss(
     with both rankings differentiated as blackboxes with interpolation strength ``lam``. Before ranking, scores are
     shifted by a random margin ``s - margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives raised, as in the
     authors' code), so the ranking must hold with a margin; pass ``margin=0`` for the plain loss (the module does
-    so in eval mode). Queries without a positive are skipped.
+    so in eval mode). Queries without a positive are skipped; the query is not part of its own ranking (SPEC.md §0).
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
