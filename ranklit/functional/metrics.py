@@ -106,6 +106,10 @@ def retrieval_metrics(
     * ``num_queries`` (int): all queries; ``num_queries_without_positive`` (int): queries with no positive in column 0,
       left out of every mean (coarser columns have at least as many positives, so no metric leaves out more).
 
+    Ties are pessimistic (SPEC.md §0): every member of a group of equal scores takes the last rank of the group, so
+    two positives tied at the top both have rank 2 and P@1 is 0 for that query. Scores are computed in float32 (float64
+    if the embeddings are float64); ties are exact equalities of those scores.
+
     Args:
         embeddings: ``[Q, D]`` query embeddings (L2-normalised; score = dot product).
         labels: ``[Q]`` or ``[Q, L]`` integer labels, column 0 the finest.

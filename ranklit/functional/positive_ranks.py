@@ -67,7 +67,7 @@ class SortedKeys:
 def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
 
-    Only the positives are sorted. With few positives (``P <= 48``) each rank is one comparison pass over the row
+    Only the positives are sorted. With few positives (``P <= 64``) each rank is one comparison pass over the row
     (``O(C * N * P)`` fast vectorised work); with more, a binary search of every item among the sorted positives and a
     histogram (``O(C * N * log P)``). Neither sorts the rows.
 
@@ -104,7 +104,7 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
     return torch.where(valid, rank, 0), torch.where(valid, rank_pos, 0), valid
 
 
-_MAX_PASSES = 48
+_MAX_PASSES = 64
 
 
 def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
@@ -112,9 +112,10 @@ def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
     exact = torch.float64 if scores.shape[1] >= 2**24 else scores.dtype  # sums of ones stay exact
     flags = torch.empty(scores.shape, dtype=exact, device=scores.device)
     counts = torch.empty(thresholds.shape[1], scores.shape[0], dtype=exact, device=scores.device)
+    ones = torch.ones(scores.shape[1], dtype=exact, device=scores.device)
     for i in range(thresholds.shape[1]):
         torch.ge(scores, thresholds[:, i : i + 1], out=flags)
-        torch.sum(flags, dim=1, out=counts[i])
+        torch.mv(flags, ones, out=counts[i])  # BLAS reduction: faster than `sum` on CPU, exact below 2^24 ones
     return counts.T.round().long()
 
 

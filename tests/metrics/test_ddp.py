@@ -19,7 +19,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # spawning two interpreters takes ~20 s idle, minutes on a loaded machine
 def test_two_processes_give_the_single_process_dict(tmp_path) -> None:
     out = tmp_path / "ddp.json"
     mp.spawn(ddp_worker.run, args=(2, _free_port(), str(out)), nprocs=2, join=True)

@@ -1,0 +1,221 @@
+"""Time and peak memory of ranklit's exact retrieval metrics, next to pytorch-metric-learning and torchmetrics.
+
+Every measurement runs in a fresh subprocess on the same synthetic data (class centres on the sphere, items = centre +
+Gaussian noise, L2-normalised; 2-level labels group ``--per-coarse`` fine classes under one coarse class):
+
+* ``product``: the bare score matrix ``E @ E.T`` (computed block by block and discarded when it would not fit in
+  memory). No exact method can be faster: it is the floor.
+* ``ranklit``: :func:`ranklit.functional.retrieval_metrics` (mAP, mAP@R, P@1, R@{1,2,4,8}; with 2-level labels also
+  H-AP, ASI, NDCG and the per-level metrics).
+* ``pml``: pytorch-metric-learning's ``AccuracyCalculator`` (mAP@R, P@1 and R@k over a faiss-cpu k-NN with
+  ``k = max_bin_count``, the query excluded).
+* ``torchmetrics``: ``RetrievalMAP`` on the ``N (N - 1)`` (query, item) pairs, only where they fit in a quarter of the
+  free memory (scores shifted by +2: since torchmetrics 1.8 a score <= 0 counts as not retrieved).
+
+Peak memory is the growth of the subprocess's resident set (``VmHWM`` after the method minus ``VmRSS`` before).
+Reproduce the table of ``benchmarks/RESULTS.md`` with::
+
+    python benchmarks/metrics.py --sizes 10000 --dim 128 --labels flat --repeats 3
+    python benchmarks/metrics.py --sizes 10000 --dim 512 --labels flat 2level --repeats 3
+    python benchmarks/metrics.py --sizes 50000 100000 --dim 512 --labels flat --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import time
+from typing import Any
+
+import torch
+
+METHODS = ("product", "ranklit", "pml", "torchmetrics")
+
+
+def make_data(n: int, dim: int, per_class: int, per_coarse: int, noise: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[n, dim]`` normalised float32 embeddings and ``[n, 2]`` labels (fine, coarse)."""
+    g = torch.Generator().manual_seed(seed)
+    num_fine = max(1, n // per_class)
+    num_coarse = max(1, num_fine // per_coarse)
+    coarse_centres = torch.nn.functional.normalize(torch.randn(num_coarse, dim, generator=g), dim=1)
+    fine_to_coarse = torch.arange(num_fine) % num_coarse
+    fine_centres = coarse_centres[fine_to_coarse] + 0.8 * torch.randn(num_fine, dim, generator=g) / dim**0.5
+    fine_centres = torch.nn.functional.normalize(fine_centres, dim=1)
+    fine = torch.randint(0, num_fine, (n,), generator=g)
+    embeddings = fine_centres[fine] + noise * torch.randn(n, dim, generator=g) / dim**0.5
+    return torch.nn.functional.normalize(embeddings, dim=1), torch.stack([fine, fine_to_coarse[fine]], 1)
+
+
+def _rss(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current resident set (Linux >= 4.0)
+    except OSError:
+        pass
+
+
+def _product(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    block = max(1, min(embeddings.shape[0], 2**28 // embeddings.shape[0]))  # <= 1 GiB of scores at a time
+    refs_t = embeddings.T.contiguous()
+    for rows in embeddings.split(block):
+        rows @ refs_t
+    return {}
+
+
+def _ranklit(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    from ranklit.functional import retrieval_metrics
+
+    return retrieval_metrics(embeddings, labels, recall_at=(1, 2, 4, 8))
+
+
+def _pml(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+
+    class WithRecall(AccuracyCalculator):
+        """Adds deep-metric-learning Recall@k (some positive among the k nearest) over the same k-NN."""
+
+        def calculate_recall_at_k(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):  # noqa: ANN001, ANN201
+            hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]  # queries with a positive, as ranklit
+            return {k: float(hits[:, :k].any(1).float().mean()) for k in (1, 2, 4, 8)}
+
+        def requires_knn(self):  # noqa: ANN201
+            return super().requires_knn() + ["recall_at_k"]
+
+    calculator = WithRecall(
+        include=("mean_average_precision_at_r", "precision_at_1", "recall_at_k"),
+        k="max_bin_count",
+        device=torch.device("cpu"),
+    )
+    fine = labels if labels.ndim == 1 else labels[:, 0]
+    out = calculator.get_accuracy(embeddings, fine)
+    result = {"map_at_r": out["mean_average_precision_at_r"], "precision_at_1": out["precision_at_1"]}
+    result.update({f"recall_at_{k}": v for k, v in out["recall_at_k"].items()})
+    return result
+
+
+def _torchmetrics(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    from torchmetrics.retrieval import RetrievalMAP
+
+    n = embeddings.shape[0]
+    fine = labels if labels.ndim == 1 else labels[:, 0]
+    scores = embeddings @ embeddings.T + 2.0
+    off_diagonal = ~torch.eye(n, dtype=torch.bool)
+    preds = scores[off_diagonal]
+    del scores
+    target = (fine[:, None] == fine[None, :])[off_diagonal]
+    indexes = torch.arange(n)[:, None].expand(n, n)[off_diagonal]
+    metric = RetrievalMAP(empty_target_action="skip")
+    return {"map": float(metric(preds, target, indexes=indexes))}
+
+
+_FUNCTIONS = {"product": _product, "ranklit": _ranklit, "pml": _pml, "torchmetrics": _torchmetrics}
+
+
+def _available(method: str) -> bool:
+    if method == "pml":
+        try:
+            import faiss  # noqa: F401
+            import pytorch_metric_learning  # noqa: F401
+        except ImportError:
+            return False
+    return True
+
+
+def _fits(method: str, n: int) -> bool:
+    if method != "torchmetrics":
+        return True
+    needed = 40 * n * n  # scores, preds, target, int64 indexes and torchmetrics' sort buffers
+    return needed < os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+
+
+def _measure(method: str, config: dict[str, Any], repeats: int, queue: Any) -> None:
+    if config["threads"]:
+        torch.set_num_threads(config["threads"])
+        if method == "pml":
+            import faiss
+
+            faiss.omp_set_num_threads(config["threads"])
+    embeddings, labels = make_data(config["n"], config["dim"], config["per_class"], config["per_coarse"], config["noise"])
+    if config["labels"] == "flat":
+        labels = labels[:, 0]
+    times, peaks, values = [], [], {}
+    for _ in range(1 if method == "torchmetrics" else repeats):  # minutes per run: measured once
+        before = _rss("VmRSS:")
+        _reset_peak()
+        start = time.perf_counter()
+        values = _FUNCTIONS[method](embeddings, labels)
+        times.append(time.perf_counter() - start)
+        peaks.append(max(0, _rss("VmHWM:") - before))
+    queue.put((statistics.median(times), max(peaks), {k: float(v) for k, v in values.items()}))
+
+
+def run(method: str, config: dict[str, Any], repeats: int, timeout: float) -> tuple[float, int, dict[str, float]] | str:
+    """Measure one method in a fresh process; a string says why it was not run or did not finish."""
+    if not _available(method):
+        return "not installed"
+    if not _fits(method, config["n"]):
+        return "does not fit in memory"
+    if method == "torchmetrics" and config["labels"] != "flat":
+        return "flat labels only"
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    process = ctx.Process(target=_measure, args=(method, config, repeats, queue))
+    process.start()
+    try:
+        result = queue.get(timeout=timeout)
+    except Exception:  # queue.Empty: the method ran past the time limit
+        process.kill()
+        return f"over {timeout:.0f} s"
+    process.join()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000, 100000])
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--labels", nargs="+", choices=("flat", "2level"), default=["flat", "2level"])
+    parser.add_argument("--per-class", type=int, default=10, help="mean images per fine class")
+    parser.add_argument("--per-coarse", type=int, default=10, help="fine classes per coarse class")
+    parser.add_argument("--noise", type=float, default=1.5, help="noise norm relative to the class-centre norm")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
+    args = parser.parse_args()
+    threads = args.threads or torch.get_num_threads()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, load average {load}")
+    print("| N | d | labels | method | median time (s) | × product | peak memory (MiB) | values |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        for label_kind in args.labels:
+            config = dict(
+                n=n, dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
+                noise=args.noise, threads=args.threads,
+            )
+            floor = None
+            for method in args.methods:
+                result = run(method, config, args.repeats, args.timeout)
+                if isinstance(result, str):
+                    print(f"| {n} | {args.dim} | {label_kind} | {method} | {result} | | | |", flush=True)
+                    continue
+                seconds, peak, values = result
+                floor = seconds if method == "product" else floor
+                ratio = f"{seconds / floor:.2f}" if floor else ""
+                shown = ", ".join(f"{k} {v:.6f}" for k, v in values.items() if not k.startswith("num_") and "level" not in k)
+                print(f"| {n} | {args.dim} | {label_kind} | {method} | {seconds:.3f} | {ratio} | {peak / 2**20:.0f} | {shown} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
