@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from ranklit.cli import main
-from tests.cli.test_cli import CONFIGS
+from ranklit.cli import CONFIG_DIR, RanklitCLI
+from ranklit.data import HierarchicalSampler, PKSampler, RetrievalDataModule
+from ranklit.models import RetrievalModule
 from tests.data import layouts
 
+CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
 EXPERIMENTS = [c for c in CONFIGS if not c.name.startswith("quickstart")]
 MONITORED = {"val/map_at_r", "val/hap", "val/map"}
 
@@ -91,7 +93,29 @@ def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path
         root.mkdir()
         FIXTURES[data["dataset"]](root, data.get("dataset_options") or {})
         dataset_args = [f"--data.root={root}"]
-    main(["fit", "--config", str(config), *_tiny(model), *dataset_args])
+    args = ["fit", "--config", str(config), *_tiny(model), *dataset_args]
+    cli = RanklitCLI(RetrievalModule, RetrievalDataModule, args=args, save_config_kwargs={"overwrite": True})
+    assert cli.trainer.global_step == 1
+    _check_optimisation(cli, model)
+    sampler = cli.trainer.train_dataloader.batch_sampler
+    assert isinstance(sampler, HierarchicalSampler if data.get("sampler") == "hierarchical" else PKSampler)
+
+
+def _check_optimisation(cli: RanklitCLI, model: dict[str, Any]) -> None:
+    """The optimiser, its per-group rates (backbone, head, proxies) and the scheduler are those of the config."""
+    optimizer = cli.trainer.optimizers[0]
+    expected = model["optimizer"]["init_args"]
+    assert type(optimizer).__name__ == model["optimizer"]["class_path"].rsplit(".", 1)[1]
+    rates = {"backbone": expected["lr"], "head": model.get("head_lr"), "loss": model.get("loss_lr")}
+    for group in optimizer.param_groups:
+        base_rate = group.get("initial_lr", group["lr"])  # schedulers keep the configured rate as `initial_lr`
+        assert base_rate == pytest.approx(rates[group["name"]] or expected["lr"]), group["name"]
+        assert group["weight_decay"] == pytest.approx(expected.get("weight_decay", 0.0))
+    schedulers = [config.scheduler for config in cli.trainer.lr_scheduler_configs]
+    if model.get("lr_scheduler") is None:
+        assert not schedulers
+    else:
+        assert [type(s).__name__ for s in schedulers] == [model["lr_scheduler"]["class_path"].rsplit(".", 1)[1]]
 
 
 @pytest.mark.parametrize("config", EXPERIMENTS, ids=lambda p: p.name)
