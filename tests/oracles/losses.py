@@ -121,8 +121,9 @@ def _triangle(x: Tensor, centre: float, width: float) -> Tensor:
 
 def binned_ap_one_query(values, pos, neg, centres, width, tie_aware=False):
     """AP of one query from soft histograms over ``centres`` (most relevant first), SPEC.md §2."""
-    h_pos = [sum(_triangle(values[j], c, width) for j in pos) for c in centres]
-    h_all = [h_pos[m] + sum(_triangle(values[j], c, width) for j in neg) for m, c in enumerate(centres)]
+    pos_values, neg_values = values[torch.tensor(pos)], values[torch.tensor(neg, dtype=torch.long)]
+    h_pos = [_triangle(pos_values, c, width).sum() for c in centres]
+    h_all = [h_pos[m] + _triangle(neg_values, c, width).sum() for m, c in enumerate(centres)]
     total, cum_pos, cum_all = 0.0, 0.0, 0.0
     for m in range(len(centres)):
         before_pos, before_all = cum_pos, cum_all
