@@ -151,7 +151,7 @@ class RetrievalModule(L.LightningModule):
             gap = self.train_gap.compute()
             self.train_gap.reset()
             for key, name in (("batch_map", "batch_map"), ("map", "map"), ("gap", "decomposability_gap")):
-                self.log(f"train/{name}", gap[key])
+                self.log(f"train/{name}", gap[key], sync_dist=True)  # equal on every rank: the mean changes nothing
 
     def _update(self, metrics: RetrievalMetrics, batch: dict[str, Tensor], dataloader_idx: int) -> None:
         metrics.update(self.net(batch["image"]), batch["label"], batch["index"], gallery=dataloader_idx == 1)
@@ -160,7 +160,8 @@ class RetrievalModule(L.LightningModule):
         results = metrics.compute()
         metrics.reset()
         for key, value in results.items():
-            self.log(f"{prefix}/{key}", float(value), prog_bar=key in ("map_at_r", "hap"))
+            # computed from the gathered states, so equal on every rank; sync_dist only silences Lightning's warning
+            self.log(f"{prefix}/{key}", float(value), prog_bar=key in ("map_at_r", "hap"), sync_dist=True)
 
     @override
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:

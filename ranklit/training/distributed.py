@@ -20,7 +20,6 @@ from collections.abc import Iterable
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
-from torch.distributed.nn.functional import all_gather as _differentiable_all_gather
 
 __all__ = ["is_distributed", "gather_with_grad", "gather_retrieval_set", "average_gradients"]
 
@@ -48,18 +47,35 @@ def _pad(tensor: Tensor, length: int) -> Tensor:
     return torch.cat([tensor, padding])
 
 
+class _AllGather(torch.autograd.Function):
+    """All-gather whose backward sums every rank's gradient and returns the owner's slice (a reduce-scatter)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, tensor: Tensor) -> Tensor:  # type: ignore[override]
+        parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, tensor.contiguous())
+        return torch.stack(parts)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
+        grad = grad.contiguous()
+        dist.all_reduce(grad)  # every backend has it; NCCL runs it as reduce-scatter + all-gather
+        return grad[dist.get_rank()]
+
+
 def gather_with_grad(tensor: Tensor, sizes: list[int] | None = None) -> Tensor:
     """Concatenate ``tensor`` ``[B_r, ...]`` of every rank along dim 0, in rank order, keeping the autograd graph.
 
-    The backward sums the gradients that every rank's loss sends to a slice and returns it to the slice's owner
-    (``torch.distributed.nn.functional.all_gather``: reduce-scatter on NCCL, all-to-all + sum on gloo). Without a
+    The backward sums the gradients that every rank's loss sends to a slice and returns the sum to the slice's owner
+    (an all-reduce of the gathered gradient, so every rank must run the backward, as in DDP training). Without a
     process group (or with one process) ``tensor`` is returned as is.
 
     Args:
         tensor: the local rows; integer tensors are gathered too (without gradient).
         sizes: the number of rows on each rank, if already known (saves one small collective).
 
-    Cost: one all-gather of ``max_r B_r`` rows per rank (plus one of the sizes when ``sizes`` is None).
+    Cost: one all-gather of ``max_r B_r`` rows per rank (plus one of the sizes when ``sizes`` is None); the backward
+    all-reduces ``W max_r B_r`` rows.
 
     Example:
         >>> x = torch.ones(3, 2, requires_grad=True)
@@ -71,7 +87,7 @@ def gather_with_grad(tensor: Tensor, sizes: list[int] | None = None) -> Tensor:
     sizes = _sizes(tensor.shape[0], tensor.device) if sizes is None else sizes
     padded = _pad(tensor, max(sizes))
     if tensor.requires_grad:
-        parts = _differentiable_all_gather(padded)
+        parts = _AllGather.apply(padded)
     else:
         parts = [torch.empty_like(padded) for _ in sizes]
         dist.all_gather(parts, padded)
