@@ -17,6 +17,8 @@ Embeddings are assumed L2-normalised (the model normalises them), so scores are 
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import Tensor, nn
 
@@ -68,6 +70,11 @@ class RetrievalLoss(nn.Module):
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         """Loss from the ``[Q, N]`` ``scores``, the validated ``inputs`` and the ``[Q, N]`` bool ``valid`` mask."""
         raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        """The constructor arguments stored under their own name, e.g. ``tau=0.01, rho=100.0``."""
+        names = inspect.signature(type(self).__init__).parameters
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in names if name != "self" and hasattr(self, name))
 
 
 class BinaryRetrievalLoss(RetrievalLoss):

@@ -12,9 +12,12 @@ __all__ = ["SmoothAPLoss", "SupAPLoss"]
 
 
 class SmoothAPLoss(BinaryRetrievalLoss):
-    """Smooth-AP (Brown et al., ECCV 2020): ``1 - mAP`` with every step replaced by ``sigma(x / tau)``.
+    """Smooth-AP (Brown et al., ECCV 2020): ``1 - mAP`` with every step replaced by ``sigma(x / tau)``::
 
-    See :func:`ranklit.functional.smooth_ap_loss` for the formula. Positives share the finest label (column 0 of
+        L = 1 - mean_q (1/R_q) sum_{k in P_q} (1 + sum_{j in P_q, j!=k} sig(s_j - s_k))
+                                             / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
+
+    See :func:`ranklit.functional.smooth_ap_loss`. Positives share the finest label (column 0 of
     ``[B, L]`` labels); the query is excluded from its own ranking (the authors' code keeps it). Embeddings are assumed
     L2-normalised. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per query), never ``B^3``.
 
@@ -40,7 +43,9 @@ class SmoothAPLoss(BinaryRetrievalLoss):
 
 
 class SupAPLoss(BinaryRetrievalLoss):
-    """SupAP (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 5): a smooth upper bound of ``1 - mAP``.
+    """SupAP (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 5): a smooth upper bound of ``1 - mAP``::
+
+        L = 1 - mean_q (1/R_q) sum_{k in P_q} rank+(k) / (rank+(k) + sum_{j in N_q} H^-(s_j - s_k))
 
     The ranks among positives use the exact step (no gradient); the negatives use ``H^-`` (sigmoid, +0.5 jump on
     ``(0, delta]``, slope ``rho`` beyond). See :func:`ranklit.functional.supap_loss`. Positives share the finest

@@ -3,6 +3,9 @@ permutation invariance, minimum at perfect separation, and the retrieval-set/ids
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch.nn.functional import normalize
@@ -108,3 +111,13 @@ def test_queries_without_positive_are_skipped(name: str) -> None:
     kwargs = {"ref_embeddings": emb, "ref_labels": labels, "ref_ids": ids}
     with_lone = loss_fn(queries, query_labels, ids=torch.arange(13), **kwargs)
     torch.testing.assert_close(with_lone, loss_fn(emb, labels, ids=ids, **kwargs))
+
+
+def test_losses_import_without_lightning() -> None:
+    code = "import sys, ranklit.losses, ranklit.functional; assert 'lightning' not in sys.modules, 'lightning imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_repr_shows_hyper_parameters() -> None:
+    assert "tau=0.01, rho=100.0, delta=0.05" in repr(REGISTRY["SupAPLoss"]())
+    assert "lam=0.5" in repr(REGISTRY["ROADMAPLoss"]())
