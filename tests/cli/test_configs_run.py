@@ -96,6 +96,9 @@ def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path
     args = ["fit", "--config", str(config), *_tiny(model), *dataset_args]
     cli = RanklitCLI(RetrievalModule, RetrievalDataModule, args=args, save_config_kwargs={"overwrite": True})
     assert cli.trainer.global_step == 1
+    for callback in raw["trainer"].get("callbacks", []):  # the monitored metric is one the validation logs
+        if callback["class_path"].endswith("ModelCheckpoint"):
+            assert callback["init_args"]["monitor"] in cli.trainer.callback_metrics
     _check_optimisation(cli, model)
     sampler = cli.trainer.train_dataloader.batch_sampler
     assert isinstance(sampler, HierarchicalSampler if data.get("sampler") == "hierarchical" else PKSampler)
@@ -134,3 +137,17 @@ def test_experiment_config_conventions(config: Path) -> None:
     loss_args = model["loss"].get("init_args") or {}
     assert not {"num_classes", "embedding_dim"} & set(loss_args), "linked by the CLI from data and net"
     assert isinstance(model["net"]["init_args"].get("pretrained"), bool)
+
+
+@pytest.mark.parametrize("config", EXPERIMENTS, ids=lambda p: p.name)
+def test_schedule_spans_the_training(config: Path) -> None:
+    raw = _load(config)
+    epochs, scheduler = raw["trainer"]["max_epochs"], raw["model"].get("lr_scheduler")
+    if scheduler is None:
+        return
+    name, args = scheduler["class_path"].rsplit(".", 1)[1], scheduler["init_args"]
+    length = {"CosineAnnealingLR": "T_max", "WarmupCosineLR": "max_epochs", "LinearLR": "total_iters"}
+    if name in length:
+        assert args[length[name]] == epochs, f"{name} must end with the training (trainer.max_epochs = {epochs})"
+    else:
+        assert name == "MultiStepLR" and max(args["milestones"]) < epochs
