@@ -104,7 +104,9 @@ def softbin_ap_loss(
     if query_classes is None:
         return 1.0 - query_mean(per_query, has_positive)
     if not isinstance(query_classes, Tensor) or query_classes.shape != (scores.shape[0],):
-        raise ValueError(f"`query_classes` must be a [Q] = [{scores.shape[0]}] tensor of class ids, got {query_classes!r}.")
+        raise ValueError(
+            f"`query_classes` must be a [Q] = [{scores.shape[0]}] tensor of class ids, got {query_classes!r}."
+        )
     _, inverse = torch.unique(query_classes[has_positive], return_inverse=True)
     per_class = torch.zeros(int(inverse.max()) + 1, dtype=scores.dtype, device=scores.device)
     weights = 1.0 / per_class.index_add(0, inverse, torch.ones_like(per_query[has_positive]))[inverse]

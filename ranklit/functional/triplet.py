@@ -92,7 +92,9 @@ def triplet_loss(
         )
     else:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 4:
-            raise ValueError(f"`dim` (the embedding dimension, >= 4) is required by distance-weighted mining, got {dim!r}.")
+            raise ValueError(
+                f"`dim` (the embedding dimension, >= 4) is required by distance-weighted mining, got {dim!r}."
+            )
         chosen = _distance_weighted_negatives(distances.detach(), negatives, index.shape[1], dim, cutoff)
         hinge = _hinge_sum(distances, index, chosen, pairs, margin)
     return hinge.sum() / pairs.sum().clamp(min=1)

@@ -67,4 +67,5 @@ class ProxyNCAPPLoss(ClusterLoss):
         self.distance_temperature = temperature
 
     def extra_repr(self) -> str:
-        return f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, temperature={self.distance_temperature}"
+        dim, temperature = self.proxies.shape[1], self.distance_temperature
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={temperature}"

@@ -15,10 +15,11 @@ class SoftBinAPLoss(RetrievalLoss):
     """Listwise AP loss ``1 - mAP_Q`` (Revaud et al., ICCV 2019, Eq. 7-12) with ``num_bins`` soft bins over
     ``[-1, 1]``.
 
-    Positives share the finest label (column 0), as for every binary loss. Options (off by default): ``tie_aware`` uses the tie-aware precision of Eq. 13 (``mAP_T``);
-    ``class_balanced`` weights the queries so that every (fine) class of the batch weighs the same (§4.2). The query
-    is excluded from its own ranking; embeddings are assumed L2-normalised. See
-    :func:`ranklit.functional.softbin_ap_loss`. Time and memory ``O(B (N + M))``.
+    Positives share the finest label (column 0), as for every binary loss. Options (off by default): ``tie_aware``
+    uses the tie-aware precision of Eq. 13 (``mAP_T``); ``class_balanced`` weights the queries so that every (fine)
+    class of the batch weighs the same (§4.2). The query is excluded from its own ranking; embeddings are assumed
+    L2-normalised. See :func:`ranklit.functional.softbin_ap_loss` for the formula and the departure from the authors'
+    end bins. Time and memory ``O(B (N + M))``.
 
     Args:
         num_bins: ``M`` (20), at least 2.

@@ -37,7 +37,11 @@ def test_matches_oracle(name: str, case: str) -> None:
 @pytest.mark.parametrize("hierarchical", [False, True])
 @pytest.mark.parametrize(
     "make_loss, temperature, squared",
-    [(NormSoftmaxLoss, 0.05, False), (ProxyNCAPPLoss, 1 / 9, True), (lambda c, d: ProxyNCAPPLoss(c, d, 0.5), 0.5, True)],
+    [
+        (NormSoftmaxLoss, 0.05, False),
+        (ProxyNCAPPLoss, 1 / 9, True),
+        (lambda c, d: ProxyNCAPPLoss(c, d, 0.5), 0.5, True),
+    ],
 )
 def test_proxy_losses_match_oracle(make_loss, temperature: float, squared: bool, hierarchical: bool) -> None:
     torch.manual_seed(0)

@@ -13,9 +13,15 @@ from tests.oracles import losses as oracle
 LOSSES = {
     "smooth_ap": (lambda: SmoothAPLoss(chunk_size=2), oracle.smooth_ap),
     "supap": (lambda: SupAPLoss(chunk_size=3), oracle.supap),
-    "supap_tau": (lambda: SupAPLoss(tau=0.1, rho=10.0, delta=0.2), lambda *a: oracle.supap(*a, tau=0.1, rho=10.0, delta=0.2)),
+    "supap_tau": (
+        lambda: SupAPLoss(tau=0.1, rho=10.0, delta=0.2),
+        lambda *a: oracle.supap(*a, tau=0.1, rho=10.0, delta=0.2),
+    ),
     "calibration": (CalibrationLoss, oracle.calibration),
-    "calibration_active": (lambda: CalibrationLoss(active_only=True), lambda *a: oracle.calibration(*a, active_only=True)),
+    "calibration_active": (
+        lambda: CalibrationLoss(active_only=True),
+        lambda *a: oracle.calibration(*a, active_only=True),
+    ),
     "roadmap": (ROADMAPLoss, oracle.roadmap),
 }
 

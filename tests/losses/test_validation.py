@@ -61,7 +61,9 @@ def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
     # Every query's only positive is itself, excluded by id.
     ids = torch.arange(8)
     with pytest.raises(ValueError, match="no query has a positive"):
-        REGISTRY[name]()(_emb(), torch.arange(8), ref_embeddings=_emb(), ref_labels=torch.arange(8), ids=ids, ref_ids=ids)
+        REGISTRY[name]()(
+            _emb(), torch.arange(8), ref_embeddings=_emb(), ref_labels=torch.arange(8), ids=ids, ref_ids=ids
+        )
 
 
 @pytest.mark.parametrize("name", sorted(PROXY_LOSSES))
