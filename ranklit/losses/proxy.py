@@ -34,9 +34,6 @@ class NormSoftmaxLoss(ClusterLoss):
         True
     """
 
-    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 0.05) -> None:
-        super().__init__(num_classes, embedding_dim, temperature)
-
 
 class ProxyNCAPPLoss(ClusterLoss):
     """ProxyNCA++ (Teh, DeVries & Taylor, ECCV 2020): a softmax over squared distances to normalised proxies::
