@@ -113,14 +113,14 @@ def embedding_map(
     if xy.ndim != 2 or xy.shape[1] != 2 or g.shape != (xy.shape[0],):
         raise ValueError(f"`points` must be [C, 2] and `groups` [C], got {xy.shape} and {g.shape}.")
     if ax is None:
-        ax = Figure(figsize=(5.5, 5), layout="constrained").subplots()
+        ax = Figure(figsize=(6.5, 5), layout="constrained").subplots()
     cmap = colormaps["tab10" if g.max(initial=0) < 10 else "tab20"]
     for group in np.unique(g):
         label = names[group] if names is not None else f"group {group}"
         ax.scatter(*xy[g == group].T, s=40, color=cmap(group % cmap.N), label=label, edgecolors="white", linewidths=0.5)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.legend(fontsize=8, loc="best", markerscale=0.8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), markerscale=0.8, frameon=False)
     if title:
         ax.set_title(title)
     return ax.figure
