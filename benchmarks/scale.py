@@ -4,14 +4,16 @@
     python benchmarks/scale.py --device cuda --backbone resnet50 --image-size 224 --batch 1024 --chunk 64
 
 Part 1 runs each configuration in a forked child process and reports the step time (forward + ROADMAP loss +
-backward, after a small warm-up step) and the peak memory of the step: ``ru_maxrss`` minus the RSS before the step
+backward, after a small warm-up step; the best of ``--repeats``) and the peak memory of the step: ``ru_maxrss`` minus the RSS before the step
 on CPU, ``torch.cuda.max_memory_allocated`` on CUDA. Multistage backprop runs ``--batch`` images in chunks of
 ``--chunk``; plain backprop runs ``--plain-batches`` in increasing order until one needs more memory than the
 multistage step (the budget; ``--budget-mb`` sets it explicitly): the last batch under the budget is "the largest
-batch that fits" in the memory multistage needs for ``--batch``.
+batch that fits" in the memory multistage needs for ``--batch``. Plain backprop at ``--batch`` is measured too
+(``--no-plain-reference`` skips it), to show the memory multistage saves at equal batch.
 
 Part 2 (CPU, 2 processes, gloo) times a DDP training step with ``--ddp-batch`` images per rank with and without the
-gather of the retrieval set (``RetrievalModule(gather=...)``), and the gather (forward + backward) alone.
+gather of the retrieval set (``RetrievalModule(gather=...)``), as the best of ``--ddp-rounds`` interleaved rounds of
+``--ddp-steps`` steps (after one warm-up step each), and the gather (forward + backward) alone.
 """
 
 from __future__ import annotations
@@ -67,14 +69,18 @@ def _measure(args: argparse.Namespace, batch_size: int, chunk: int | None, queue
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats(device)
         base = torch.cuda.memory_allocated(device)
-    start = time.perf_counter()
-    _step(net, batch, chunk)
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        _step(net, batch, chunk)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
     if device.type == "cuda":
-        torch.cuda.synchronize()
         peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20
     else:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before
-    queue.put({"batch": batch_size, "chunk": chunk, "time_s": time.perf_counter() - start, "peak_mb": peak})
+    queue.put({"batch": batch_size, "chunk": chunk, "time_s": min(times), "peak_mb": peak})
 
 
 def _in_child(args: argparse.Namespace, batch_size: int, chunk: int | None) -> dict[str, Any]:
@@ -96,6 +102,8 @@ def memory_and_time(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows.append(_in_child(args, size, None))
         if rows[-1]["peak_mb"] > budget:
             break
+    if args.plain_reference and args.batch not in [row["batch"] for row in rows[1:]]:
+        rows.append(_in_child(args, args.batch, None))  # what multistage saves at equal batch
     for row in rows:
         row["fits"] = row["peak_mb"] <= budget
     return rows
@@ -110,7 +118,7 @@ def _ddp_worker(rank: int, args: argparse.Namespace, port: int, queue: Any) -> N
     images, labels, ids = _batch(args.ddp_batch, args, torch.device("cpu"))
     ids = ids + rank * args.ddp_batch
     result: dict[str, float] = {}
-    for gather in (False, True, False, True):  # interleaved, to spread the machine's load changes over both
+    for gather in (False, True) * args.ddp_rounds:  # interleaved, so load changes of the machine hit both
         times = []
         for _ in range(args.ddp_steps + 1):
             dist.barrier()
@@ -161,8 +169,11 @@ def main() -> None:
     parser.add_argument("--plain-batches", type=int, nargs="+", default=[128, 256, 512, 1024])
     parser.add_argument("--budget-mb", type=float, default=None)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--ddp-batch", type=int, default=64)
-    parser.add_argument("--ddp-steps", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--plain-reference", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--ddp-batch", type=int, default=128)
+    parser.add_argument("--ddp-steps", type=int, default=4)
+    parser.add_argument("--ddp-rounds", type=int, default=3)
     parser.add_argument("--skip-ddp", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()

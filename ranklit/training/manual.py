@@ -33,6 +33,10 @@ __all__ = ["prepare_ddp", "manual_optimization_step", "step_lr_schedulers"]
 def prepare_ddp(trainer: L.Trainer) -> None:
     """Let several backward passes run before one optimiser step: switch off DDP's gradient synchronisation.
 
+    DDP then also stops broadcasting rank 0's buffers before each forward pass, so batch-norm running statistics
+    evolve per rank; freeze batch-norm (``EmbeddingNet(freeze_batchnorm=True)``, as the ROADMAP and HAPPIER recipes
+    do), which multistage backprop needs for exact gradients anyway.
+
     Raises:
         ValueError: a multi-process strategy other than DDP (FSDP, DeepSpeed shard parameters, so the embedding
             network cannot be re-run chunk by chunk with plain gradient accumulation).

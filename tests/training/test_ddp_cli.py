@@ -13,9 +13,18 @@ from ranklit.data.datasets import SyntheticHierarchy
 OPTIONS = {"levels": 2, "num_coarse": 4, "fine_per_parent": 8, "images_per_class": 8, "image_size": 32}
 
 
+MULTISTAGE_AND_MEMORY = [
+    "--model.multistage_chunk_size=8",
+    "--model.memory=ranklit.training.CrossBatchMemory",
+    "--model.memory.size=96",
+    "--model.decomposability_gap=true",
+]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_quickstart_runs_under_two_process_ddp(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [[], MULTISTAGE_AND_MEMORY], ids=["gather", "multistage-memory"])
+def test_quickstart_runs_under_two_process_ddp(tmp_path: Path, extra: list[str]) -> None:
     args = [
         "ranklit", "fit", "--config", "quickstart.yaml",
         "--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.strategy=ddp",
@@ -26,6 +35,7 @@ def test_quickstart_runs_under_two_process_ddp(tmp_path: Path) -> None:
         "--trainer.log_every_n_steps=1", "--trainer.enable_checkpointing=false",
         "--trainer.callbacks=null", "--baseline_validation=false",
         f"--trainer.logger.init_args.save_dir={tmp_path}",
+        *extra,
     ]  # fmt: skip
     result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=380)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -35,3 +45,6 @@ def test_quickstart_runs_under_two_process_ddp(tmp_path: Path) -> None:
     assert losses and all(loss == loss for loss in losses)  # logged and finite
     test_size = len(SyntheticHierarchy(split="test", **OPTIONS))
     assert queries == [test_size]  # every test sample counted once over the two ranks
+    if extra:
+        gaps = [float(r["train/decomposability_gap"]) for r in rows if r.get("train/decomposability_gap")]
+        assert len(gaps) == 1
