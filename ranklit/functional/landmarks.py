@@ -25,7 +25,11 @@ from ranklit.functional.ranking import select_columns
 
 __all__ = ["revisited_map"]
 
-_PROTOCOLS = {"easy": (("easy",), ("junk", "hard")), "medium": (("easy", "hard"), ("junk",)), "hard": (("hard",), ("junk", "easy"))}
+_PROTOCOLS = {  # name: (lists of positives, lists removed from the ranking)
+    "easy": (("easy",), ("junk", "hard")),
+    "medium": (("easy", "hard"), ("junk",)),
+    "hard": (("hard",), ("junk", "easy")),
+}
 
 
 def _index_masks(gnd: Sequence[Mapping[str, Sequence[int]]], num_refs: int, device: torch.device) -> dict[str, Tensor]:
@@ -33,7 +37,9 @@ def _index_masks(gnd: Sequence[Mapping[str, Sequence[int]]], num_refs: int, devi
     for q, entry in enumerate(gnd):
         for key, mask in masks.items():
             if key not in entry:
-                raise ValueError(f"`gnd[{q}]` has no {key!r} list; each entry needs 'easy', 'hard' and 'junk' index lists.")
+                raise ValueError(
+                    f"`gnd[{q}]` has no {key!r} list; each entry needs 'easy', 'hard' and 'junk' index lists."
+                )
             index = torch.as_tensor(list(entry[key]), dtype=torch.long, device=device)
             if index.numel() and (int(index.min()) < 0 or int(index.max()) >= num_refs):
                 raise ValueError(

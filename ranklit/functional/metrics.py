@@ -38,7 +38,9 @@ def check_recall_at(recall_at: Sequence[int]) -> tuple[int, ...]:
     """
     values = tuple(recall_at) if isinstance(recall_at, Sequence) and not isinstance(recall_at, str) else None
     if not values or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in values):
-        raise ValueError(f"`recall_at` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {recall_at!r}.")
+        raise ValueError(
+            f"`recall_at` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {recall_at!r}."
+        )
     return tuple(sorted(set(values)))
 
 

@@ -18,6 +18,8 @@ from ranklit.functional.metrics import check_recall_at, retrieval_metrics
 
 __all__ = ["RetrievalMetrics"]
 
+_MIXED_IDS = "`ids` were given in some `update` calls and not in others: pass them in every call or in none."
+
 
 class RetrievalMetrics(Metric):
     """mAP, mAP@R, P@1, Recall@k (and H-AP, ASI, NDCG, per-level metrics with ``[N, L]`` labels) over everything seen.
@@ -94,16 +96,18 @@ class RetrievalMetrics(Metric):
             gallery: the batch belongs to the gallery (the items the queries are ranked against).
         """
         if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
-            raise ValueError(f"`embeddings` must be a [B, D] tensor, got {getattr(embeddings, 'shape', type(embeddings))}.")
+            got = tuple(embeddings.shape) if isinstance(embeddings, Tensor) else type(embeddings).__name__
+            raise ValueError(f"`embeddings` must be a [B, D] tensor, got {got}.")
         if not isinstance(labels, Tensor) or labels.shape[:1] != embeddings.shape[:1]:
             raise ValueError(
                 f"`labels` must have one row per embedding ({embeddings.shape[0]}), got "
                 f"{tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__}."
             )
         if ids is not None and (not isinstance(ids, Tensor) or tuple(ids.shape) != (embeddings.shape[0],)):
-            raise ValueError(f"`ids` must be a [B] = [{embeddings.shape[0]}] tensor of sample ids, got {getattr(ids, 'shape', ids)}.")
+            got = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            raise ValueError(f"`ids` must be a [B] = [{embeddings.shape[0]}] tensor of sample ids, got {got}.")
         if self._with_ids is not None and self._with_ids != (ids is not None):
-            raise ValueError("`ids` were given in some `update` calls and not in others: pass them in every call or in none.")
+            raise ValueError(_MIXED_IDS)
         self._with_ids = ids is not None
         self.embeddings.append(embeddings.detach())
         self.labels.append(labels.detach().long())
@@ -123,7 +127,7 @@ class RetrievalMetrics(Metric):
         if embeddings is None or labels is None or is_gallery is None:
             raise ValueError("`RetrievalMetrics.compute` was called before any `update`: there is nothing to evaluate.")
         if ids is not None and ids.numel() != embeddings.shape[0]:
-            raise ValueError("`ids` were given in some `update` calls and not in others: pass them in every call or in none.")
+            raise ValueError(_MIXED_IDS)
         if ids is not None:
             keep = _first_occurrences(torch.stack([is_gallery.long(), ids], 1))
             embeddings, labels, ids, is_gallery = embeddings[keep], labels[keep], ids[keep], is_gallery[keep]

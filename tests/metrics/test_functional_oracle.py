@@ -68,9 +68,11 @@ def test_query_gallery_with_ids_and_junk(ties: bool) -> None:
     ids, ref_ids = torch.randint(0, 15, (12,), generator=g), torch.randint(0, 15, (25,), generator=g)
     junk = torch.rand(12, 25, generator=g) < 0.2
     kwargs = dict(ref_embeddings=gallery, ref_labels=g_labels, ids=ids, ref_ids=ref_ids, junk=junk, recall_at=(1, 2))
-    _assert_same(retrieval_metrics(queries, q_labels, chunk_size=4, **kwargs), oracle_retrieval_metrics(queries, q_labels, **kwargs))
+    got = retrieval_metrics(queries, q_labels, chunk_size=4, **kwargs)
+    _assert_same(got, oracle_retrieval_metrics(queries, q_labels, **kwargs))
     flat = dict(ref_embeddings=gallery, ref_labels=g_labels[:, 0], recall_at=(1, 2))
-    _assert_same(retrieval_metrics(queries, q_labels[:, 0], **flat), oracle_retrieval_metrics(queries, q_labels[:, 0], **flat))
+    got = retrieval_metrics(queries, q_labels[:, 0], **flat)
+    _assert_same(got, oracle_retrieval_metrics(queries, q_labels[:, 0], **flat))
 
 
 def test_self_retrieval_with_repeated_ids_removes_every_copy() -> None:

@@ -38,7 +38,8 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
             assert torch.equal(before[key], after[key]), key
     before_sorted, after_sorted = sort_ranking(scores, levels, 2), sort_ranking(_apply(transform, scores), levels, 2)
     pairs = [(hierarchical_query_metrics(before_sorted, 1.0), hierarchical_query_metrics(after_sorted, 1.0))]
-    pairs += [(level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))) for h in range(2)]
+    for h in range(2):
+        pairs.append((level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))))
     for before, after in pairs:
         for key in before:
             assert torch.allclose(before[key].double(), after[key].double(), rtol=1e-12), key
@@ -46,7 +47,8 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
 
 def test_increasing_affine_map_of_embeddings_changes_nothing() -> None:
     g = torch.Generator().manual_seed(1)
-    queries, gallery = torch.randn(10, 4, generator=g, dtype=torch.float64), torch.randn(30, 4, generator=g, dtype=torch.float64)
+    queries = torch.randn(10, 4, generator=g, dtype=torch.float64)
+    gallery = torch.randn(30, 4, generator=g, dtype=torch.float64)
     q_labels, g_labels = torch.randint(0, 3, (10,), generator=g), torch.randint(0, 3, (30,), generator=g)
     before = retrieval_metrics(queries, q_labels, ref_embeddings=gallery, ref_labels=g_labels)
     # s -> 3 s + 0.5 by scaling the queries and appending a constant coordinate
@@ -60,7 +62,8 @@ def test_perfect_ranking_gives_one_everywhere() -> None:
     fine = torch.arange(36) // 4
     coarse = fine // 3
     coarse_dir = torch.eye(3, dtype=torch.float64)[coarse] * 10
-    fine_dir = torch.nn.functional.normalize(torch.randn(9, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64), dim=1)
+    fine_dir = torch.randn(9, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    fine_dir = torch.nn.functional.normalize(fine_dir, dim=1)
     # distinct items (exactly equal positives would tie, and a tie gives every member the last rank of its group)
     jitter = 1e-3 * torch.randn(36, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     e = torch.nn.functional.normalize(coarse_dir + fine_dir[fine] + jitter, dim=1)
@@ -74,7 +77,9 @@ def test_perfect_ranking_gives_one_everywhere() -> None:
 def test_ties_are_counted_against_the_positive() -> None:
     query = torch.tensor([[1.0, 0.0]])
     gallery = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # the positive ties with a negative at the top
-    out = retrieval_metrics(query, torch.tensor([0]), ref_embeddings=gallery, ref_labels=torch.tensor([0, 1, 1]), recall_at=(1, 2))
+    out = retrieval_metrics(
+        query, torch.tensor([0]), ref_embeddings=gallery, ref_labels=torch.tensor([0, 1, 1]), recall_at=(1, 2)
+    )
     assert out["precision_at_1"] == 0.0 and out["recall_at_1"] == 0.0 and out["recall_at_2"] == 1.0
     assert out["map"] == 0.5 and out["map_at_r"] == 0.0
 
@@ -83,7 +88,11 @@ def test_queries_without_positive_are_counted_and_left_out() -> None:
     e = torch.nn.functional.normalize(torch.randn(6, 3, generator=torch.Generator().manual_seed(0)), dim=1)
     out = retrieval_metrics(e, torch.tensor([0, 0, 1, 1, 2, 3]))
     assert out["num_queries"] == 6 and out["num_queries_without_positive"] == 2
-    assert out["map"] == retrieval_metrics(e[:4], torch.tensor([0, 0, 1, 1]), ref_embeddings=e, ref_labels=torch.tensor([0, 0, 1, 1, 2, 3]), ids=torch.arange(4), ref_ids=torch.arange(6))["map"]
+    with_positive = retrieval_metrics(  # the same four queries alone, against the same retrieval set
+        e[:4], torch.tensor([0, 0, 1, 1]), ref_embeddings=e, ref_labels=torch.tensor([0, 0, 1, 1, 2, 3]),
+        ids=torch.arange(4), ref_ids=torch.arange(6),
+    )
+    assert out["map"] == with_positive["map"]
 
 
 def test_errors_name_the_problem() -> None:

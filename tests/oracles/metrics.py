@@ -122,7 +122,11 @@ def oracle_revisited_map(queries: torch.Tensor, gallery: torch.Tensor, gnd: list
     """Revisited Oxford/Paris mAP per protocol: drop the removed items, then walk the ranking from the top.
 
     Assumes distinct scores. ``trapezoid`` averages the precisions just before and at each positive (revisitop)."""
-    protocols = {"easy": (["easy"], ["junk", "hard"]), "medium": (["easy", "hard"], ["junk"]), "hard": (["hard"], ["junk", "easy"])}
+    protocols = {
+        "easy": (["easy"], ["junk", "hard"]),
+        "medium": (["easy", "hard"], ["junk"]),
+        "hard": (["hard"], ["junk", "easy"]),
+    }
     q, g = queries.double().tolist(), gallery.double().tolist()
     out: dict[str, float | int] = {}
     for name, (pos_keys, removed_keys) in protocols.items():
