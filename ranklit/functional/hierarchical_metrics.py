@@ -31,13 +31,16 @@ def _discount_table(size: int, device: torch.device) -> Tensor:
 class SortedRanking:
     """Each row of a chunk sorted once by decreasing score, with the per-level counts every metric reads.
 
+    Per-level quantities are lists of ``L`` tensors of shape ``[C, N]`` (level ``v = 1..L``), so that every operation
+    runs along the long, contiguous item dimension.
+
     Attributes:
         levels: ``[C, N]`` levels in sorted order (removed items: 0, at the end).
         valid: ``[C, N]`` which sorted entries are in the retrieval set (not removed).
         is_end: ``[C, N]`` the entry is the last of its group of equal scores.
         rank: ``[C, N]`` float64 pessimistic rank ``#{j : s_j >= s_k}`` of each sorted entry.
-        cumulative: ``[C, N, L]`` int32, number of items of level ``v = 1..L`` at or before each sorted position.
-        at_or_above: ``[C, N, L]`` float64, number of items of each level scoring at least as high as the entry.
+        cumulative: ``L x [C, N]`` int32, number of items of level ``v`` at or before each sorted position.
+        at_or_above: ``L x [C, N]`` float64, number of items of level ``v`` scoring at least as high as the entry.
         per_level: ``[C, L]`` float64, ``|Omega^(v)|`` for ``v = 1..L``.
     """
 
@@ -45,8 +48,8 @@ class SortedRanking:
     valid: Tensor
     is_end: Tensor
     rank: Tensor
-    cumulative: Tensor
-    at_or_above: Tensor
+    cumulative: list[Tensor]
+    at_or_above: list[Tensor]
     per_level: Tensor
 
     @property
@@ -61,25 +64,22 @@ def sort_ranking(scores: Tensor, levels: Tensor, num_levels: int) -> SortedRanki
     Cost: one sort per row, ``O(C * N * log N)`` time and ``O(C * N * L)`` memory.
     """
     num_queries, num_items = scores.shape
-    order = torch.argsort(scores, dim=1, descending=True)
-    sorted_scores = scores.gather(1, order)
+    sorted_scores, order = torch.sort(scores, dim=1, descending=True)
     valid = torch.isfinite(sorted_scores)
     sorted_levels = torch.where(valid, levels.gather(1, order), 0)
     position = torch.arange(num_items, device=scores.device).expand(num_queries, num_items)
     is_end = torch.ones_like(valid)
     is_end[:, :-1] = sorted_scores[:, :-1] != sorted_scores[:, 1:]
     group_end = torch.where(is_end, position, num_items).flip(1).cummin(1).values.flip(1)
-    level_values = torch.arange(1, num_levels + 1, device=scores.device)
-    cumulative = (sorted_levels[..., None] == level_values).to(torch.int32).cumsum(1)
-    at_or_above = cumulative.gather(1, group_end[..., None].expand(-1, -1, num_levels)).to(torch.float64)
+    cumulative = [(sorted_levels == v).to(torch.int32).cumsum(1, dtype=torch.int32) for v in range(1, num_levels + 1)]
     return SortedRanking(
         levels=sorted_levels,
         valid=valid,
         is_end=is_end,
         rank=(group_end + 1).to(torch.float64),
         cumulative=cumulative,
-        at_or_above=at_or_above,
-        per_level=cumulative[:, -1, :].to(torch.float64),
+        at_or_above=[counts.gather(1, group_end).to(torch.float64) for counts in cumulative],
+        per_level=torch.stack([counts[:, -1] for counts in cumulative], 1).to(torch.float64),
     )
 
 
@@ -90,7 +90,8 @@ def level_binary_metrics(ranking: SortedRanking, column: int, recall_at: tuple[i
     """
     min_level = ranking.num_levels - column
     positives = ranking.levels >= min_level
-    rank_pos = ranking.at_or_above[..., min_level - 1 :].sum(-1)
+    rank_pos = sum(ranking.at_or_above[v - 1] for v in range(min_level + 1, ranking.num_levels + 1))
+    rank_pos = ranking.at_or_above[min_level - 1] + rank_pos
     return binary_query_metrics(ranking.rank, rank_pos, positives, recall_at)
 
 
@@ -132,21 +133,27 @@ def hierarchical_query_metrics(ranking: SortedRanking, alpha: float) -> dict[str
     # H-AP: the j = k term of H-rank is min(rel(k), rel(k)) = rel(k), so H-rank sums over all j with s_j >= s_k.
     rel = relevance(levels, num_levels, alpha=alpha, valid=ranking.valid)
     level_rel = torch.zeros(num_queries, num_levels + 1, dtype=torch.float64, device=device)
-    level_rel = level_rel.scatter_reduce(1, levels, rel, reduce="amax")[:, 1:]
-    h_rank = (torch.minimum(rel[..., None], level_rel[:, None, :]) * ranking.at_or_above).sum(-1)
+    level_rel = level_rel.scatter_reduce(1, levels, rel, reduce="amax")
+    h_rank = torch.zeros_like(rel)
+    for v in range(1, num_levels + 1):
+        h_rank += torch.minimum(rel, level_rel[:, v : v + 1]) * ranking.at_or_above[v - 1]
     hap = (h_rank / rank).sum(1) / rel.sum(1).clamp(min=torch.finfo(torch.float64).tiny)
 
     # ASI over k = 1..R: counts in the top k = counts up to the last tie-group end before position k.
     width = int(num_relevant.max()) if num_queries else 0
     position = torch.arange(num_items, device=device).expand(num_queries, num_items)
     last_end = torch.where(ranking.is_end, position, -1).cummax(1).values[:, :width]
-    top = ranking.cumulative.gather(1, last_end.clamp(min=0)[..., None].expand(-1, -1, num_levels))
-    top = torch.where(last_end[..., None] >= 0, top, 0).to(torch.float64)
+    before_start = last_end < 0
+    last_end = last_end.clamp(min=0)
     k = torch.arange(1, width + 1, dtype=torch.float64, device=device)
     above_level = per_level.flip(1).cumsum(1).flip(1) - per_level  # items of a strictly higher level
-    ideal = torch.minimum((k[None, :, None] - above_level[:, None, :]).clamp(min=0.0), per_level[:, None, :])
-    overlap = torch.minimum(top, ideal).sum(-1) / k
-    asi = torch.where(k[None, :] <= num_relevant[:, None], overlap, 0.0).sum(1) / denominator
+    overlap = torch.zeros(num_queries, width, dtype=torch.float64, device=device)
+    for v in range(1, num_levels + 1):
+        top = ranking.cumulative[v - 1].gather(1, last_end).masked_fill(before_start, 0).to(torch.float64)
+        ideal = torch.minimum((k - above_level[:, v - 1 : v]).clamp(min=0.0), per_level[:, v - 1 : v])
+        overlap += torch.minimum(top, ideal)
+    overlap = torch.where(k <= num_relevant[:, None], overlap / k, 0.0)
+    asi = overlap.sum(1) / denominator
 
     # NDCG with gain 2^level - 1; the ideal list puts the levels in decreasing order.
     dcg = ((torch.pow(2.0, levels.to(torch.float64)) - 1.0) / torch.log2(1.0 + rank)).sum(1)
