@@ -58,7 +58,7 @@ class _AllGather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        grad = grad.contiguous()
+        grad = grad.clone(memory_format=torch.contiguous_format)  # never reduce autograd's buffer in place
         dist.all_reduce(grad)  # every backend has it; NCCL runs it as reduce-scatter + all-gather
         return grad[dist.get_rank()]
 
