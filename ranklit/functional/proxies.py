@@ -92,7 +92,8 @@ def csl_loss(
 
     Example:
         >>> v = torch.eye(2)
-        >>> loss = csl_loss(v, torch.tensor([[0, 0], [1, 0]]), torch.eye(2), torch.tensor([[0, 0], [1, 0]]), (0.25, 0.35))
+        >>> labels = torch.tensor([[0, 0], [1, 0]])
+        >>> loss = csl_loss(v, labels, proxies=torch.eye(2), class_labels=labels, margins=(0.25, 0.35))
         >>> round(loss.item(), 6)  # each sample is 1.0 above the other proxy: log(1 + exp(32 * (0.25 - 1)))
         0.0
     """

@@ -26,8 +26,9 @@ class CSLLoss(nn.Module):
     every batch (the hierarchy is consistent, so a fine class has one parent) or set at once with
     :meth:`register_hierarchy` (e.g. from the training set's labels). Until its coarse labels are known, a proxy only
     serves as a negative at the fine level. Under DDP, buffers are broadcast from rank 0 at every step, so register the
-    whole hierarchy up front to give every rank the same negatives. Embeddings are assumed L2-normalised; proxies are normalised on the fly
-    and need their own learning rate (the module's parameters). ``ref_*`` arguments are ignored. Cost ``O(B C (D + L))``.
+    whole hierarchy up front to give every rank the same negatives. Embeddings are assumed L2-normalised; proxies are
+    normalised on the fly and need their own learning rate (the module's parameters). ``ref_*`` arguments are
+    ignored. Cost ``O(B C (D + L))``.
 
     Args:
         num_classes: number of fine training classes ``C``; labels' column 0 must lie in ``[0, C)``.
