@@ -21,6 +21,7 @@ from typing_extensions import override
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
+from ranklit.models.ranking_images import RankingGridLogger
 
 __all__ = ["RanklitCLI", "main", "resolve_config_paths"]
 
@@ -36,6 +37,8 @@ class RanklitCLI(LightningCLI):
         # training classes from the data and the embedding dimension from the network: never typed twice.
         parser.link_arguments("data.num_classes", "model.loss.init_args.num_classes", apply_on="instantiate")
         parser.link_arguments("model.net.init_args.embedding_dim", "model.loss.init_args.embedding_dim")
+        # Always on; logs a grid of validation queries and their top-k only when the logger is wandb.
+        parser.add_lightning_class_args(RankingGridLogger, "ranking_grid")
         parser.add_argument(
             "--baseline_validation",
             type=bool,
