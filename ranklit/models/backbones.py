@@ -78,6 +78,7 @@ class EmbeddingNet(nn.Module):
         if freeze_batchnorm:
             for module in self._batchnorms():
                 module.requires_grad_(False)
+            self.train()  # puts the frozen batch-norm layers in eval mode (Lightning keeps module modes as found)
 
     def _batchnorms(self) -> list[nn.Module]:
         return [m for m in self.backbone.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]

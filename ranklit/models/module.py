@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import Any
 
 import lightning as L
@@ -17,6 +19,36 @@ from ranklit.training.multistage import multistage_backward
 from ranklit.training.objective import ranking_objective
 
 __all__ = ["RetrievalModule"]
+
+_INJECTED = ["net", "loss", "memory", "optimizer", "lr_scheduler"]
+
+
+def _objects_not_saved_in_hparams() -> list[str]:
+    """The injected arguments to leave out of ``hparams``, so checkpoints load with ``weights_only=True``.
+
+    Under the ``ranklit`` CLI, Lightning saves the parsed config (``class_path``/``init_args`` dicts) instead of the
+    objects, and ``RetrievalModule.load_from_checkpoint(path)`` rebuilds everything from it: keep them all. From
+    Python, pass ``net``, ``loss`` (and ``memory``) again: ``RetrievalModule.load_from_checkpoint(path, net=..., loss=...)``.
+    """
+    from lightning.pytorch.core.mixins.hparams_mixin import _given_hyperparameters
+
+    return [] if _given_hyperparameters.get() is not None else _INJECTED
+
+
+def _drop_unaccepted_linked_values(hparams: Any) -> None:
+    """Remove the CLI's linked ``num_classes``/``embedding_dim`` from the saved config of a loss that takes neither.
+
+    The CLI links them into ``model.loss.init_args`` for every loss; Lightning records the linked values even for a
+    loss without those arguments, which would make ``--ckpt_path`` and ``load_from_checkpoint`` reject the config.
+    """
+    loss = hparams.get("loss")
+    if not (isinstance(loss, dict) and "class_path" in loss and isinstance(loss.get("init_args"), dict)):
+        return
+    module_name, _, class_name = loss["class_path"].rpartition(".")
+    accepted = inspect.signature(getattr(importlib.import_module(module_name), class_name)).parameters
+    for key in ("num_classes", "embedding_dim"):
+        if key not in accepted:
+            loss["init_args"].pop(key, None)
 
 
 class RetrievalModule(L.LightningModule):
@@ -85,7 +117,8 @@ class RetrievalModule(L.LightningModule):
                 "`multistage_gradient_clip_val` only applies with `multistage_chunk_size`; without multistage backprop "
                 "use `trainer.gradient_clip_val`."
             )
-        self.save_hyperparameters(ignore=["net", "loss", "memory"])
+        self.save_hyperparameters(ignore=_objects_not_saved_in_hparams())
+        _drop_unaccepted_linked_values(self.hparams)
         self.net = net
         self.loss = loss
         self.memory = memory

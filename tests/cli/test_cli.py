@@ -75,9 +75,10 @@ def test_unknown_backbone_names_the_closest_timm_models() -> None:
         main(["fit", "--config", "quickstart.yaml", *TINY, "--model.net.init_args.backbone=resnet5O"])
 
 
-def test_ranklit_losses_and_metrics_do_not_import_lightning() -> None:
+def test_losses_metrics_and_data_do_not_import_lightning() -> None:
+    """DESIGN.md: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
     code = (
-        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data; "
+        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
         "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
         "assert not bad, bad"
     )

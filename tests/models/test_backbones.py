@@ -58,3 +58,9 @@ def test_invalid_pooling_and_dimension_are_rejected() -> None:
         EmbeddingNet("test_resnet", pooling="mean")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="embedding_dim"):
         EmbeddingNet("test_resnet", embedding_dim=-1)
+
+
+def test_frozen_batchnorm_is_in_eval_mode_from_construction() -> None:
+    net = EmbeddingNet("test_resnet", embedding_dim=8, freeze_batchnorm=True)
+    assert all(not m.training for m in net.modules() if isinstance(m, nn.BatchNorm2d))
+    assert net.training and net.head.training
