@@ -34,7 +34,9 @@ import torch
 METHODS = ("product", "ranklit", "pml", "torchmetrics")
 
 
-def make_data(n: int, dim: int, per_class: int, per_coarse: int, noise: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def make_data(
+    n: int, dim: int, per_class: int, per_coarse: int, noise: float, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``[n, dim]`` normalised float32 embeddings and ``[n, 2]`` labels (fine, coarse)."""
     g = torch.Generator().manual_seed(seed)
     num_fine = max(1, n // per_class)
@@ -84,8 +86,9 @@ def _pml(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
     class WithRecall(AccuracyCalculator):
         """Adds deep-metric-learning Recall@k (some positive among the k nearest) over the same k-NN."""
 
-        def calculate_recall_at_k(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):  # noqa: ANN001, ANN201
-            hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]  # queries with a positive, as ranklit
+        def calculate_recall_at_k(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):  # noqa: ANN
+            # only queries with a positive, as ranklit
+            hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]
             return {k: float(hits[:, :k].any(1).float().mean()) for k in (1, 2, 4, 8)}
 
         def requires_knn(self):  # noqa: ANN201
@@ -145,7 +148,8 @@ def _measure(method: str, config: dict[str, Any], repeats: int, queue: Any) -> N
             import faiss
 
             faiss.omp_set_num_threads(config["threads"])
-    embeddings, labels = make_data(config["n"], config["dim"], config["per_class"], config["per_coarse"], config["noise"])
+    keys = ("n", "dim", "per_class", "per_coarse", "noise")
+    embeddings, labels = make_data(*(config[key] for key in keys))
     if config["labels"] == "flat":
         labels = labels[:, 0]
     times, peaks, values = [], [], {}
@@ -213,8 +217,11 @@ def main() -> None:
                 seconds, peak, values = result
                 floor = seconds if method == "product" else floor
                 ratio = f"{seconds / floor:.2f}" if floor else ""
-                shown = ", ".join(f"{k} {v:.6f}" for k, v in values.items() if not k.startswith("num_") and "level" not in k)
-                print(f"| {n} | {args.dim} | {label_kind} | {method} | {seconds:.3f} | {ratio} | {peak / 2**20:.0f} | {shown} |", flush=True)
+                shown = ", ".join(
+                    f"{k} {v:.6f}" for k, v in values.items() if not k.startswith("num_") and "level" not in k
+                )
+                row = f"{n} | {args.dim} | {label_kind} | {method} | {seconds:.3f} | {ratio} | {peak / 2**20:.0f}"
+                print(f"| {row} | {shown} |", flush=True)
 
 
 if __name__ == "__main__":
