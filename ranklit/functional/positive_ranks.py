@@ -108,15 +108,31 @@ _MAX_PASSES = 64
 
 
 def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
-    """``#{j : scores[c, j] >= thresholds[c, i]}``, one vectorised comparison pass per column of ``thresholds``."""
-    exact = torch.float64 if scores.shape[1] >= 2**24 else scores.dtype  # sums of ones stay exact
-    flags = torch.empty(scores.shape, dtype=exact, device=scores.device)
-    counts = torch.empty(thresholds.shape[1], scores.shape[0], dtype=exact, device=scores.device)
-    ones = torch.ones(scores.shape[1], dtype=exact, device=scores.device)
-    for i in range(thresholds.shape[1]):
-        torch.ge(scores, thresholds[:, i : i + 1], out=flags)
-        torch.mv(flags, ones, out=counts[i])  # BLAS reduction: faster than `sum` on CPU, exact below 2^24 ones
+    """``#{j : scores[c, j] >= thresholds[c, i]}`` for thresholds sorted in decreasing order, one vectorised
+    comparison pass per threshold; ``-inf`` thresholds are padding and get the count 0.
+
+    On CPU the rows are processed in tiles of about 2 MiB, so that the passes over a tile run from the cache (about 4x
+    faster than streaming the whole chunk from memory once per threshold).
+    """
+    num_rows, num_items = scores.shape
+    exact = torch.float64 if num_items >= 2**24 else scores.dtype  # sums of ones stay exact
+    tile = num_rows if scores.is_cuda else max(1, _TILE_ELEMENTS // max(num_items, 1))
+    flags = torch.empty(min(tile, num_rows), num_items, dtype=exact, device=scores.device)
+    counts = torch.zeros(thresholds.shape[1], num_rows, dtype=exact, device=scores.device)
+    ones = torch.ones(num_items, dtype=exact, device=scores.device)
+    finite = torch.isfinite(thresholds).sum(1)
+    for start in range(0, num_rows, tile):
+        block = scores[start : start + tile]
+        block_flags = flags[: block.shape[0]]
+        # thresholds are sorted with the -inf padding last: the padding needs no pass (its counts are never read)
+        for i in range(int(finite[start : start + tile].max())):
+            torch.ge(block, thresholds[start : start + tile, i : i + 1], out=block_flags)
+            # a BLAS reduction: faster than `sum` on CPU, exact below 2^24 ones
+            torch.mv(block_flags, ones, out=counts[i, start : start + block.shape[0]])
     return counts.T.round().long()
+
+
+_TILE_ELEMENTS = 2**19
 
 
 def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:

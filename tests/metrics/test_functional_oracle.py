@@ -149,16 +149,26 @@ def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pyte
     from ranklit.functional import positive_ranks
 
     monkeypatch.setattr(positive_ranks, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
+    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 100)
     e = _data(40, 3, 4, ties)
     labels = torch.arange(40) % 5
     _assert_same(retrieval_metrics(e, labels, chunk_size=16), oracle_retrieval_metrics(e, labels))
 
 
-def test_both_counting_strategies_agree() -> None:
-    from ranklit.functional.positive_ranks import _count_at_least_by_passes, _count_at_least_by_search
+@pytest.mark.parametrize("tile_elements", [2**19, 90])  # one tile; tiles of 2 rows
+def test_both_counting_strategies_agree(tile_elements: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ranklit.functional import positive_ranks
 
+    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", tile_elements)
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 5, (7, 40), generator=g).float()
     scores[:, :3] = float("-inf")
-    thresholds = torch.cat([scores[:, 3:10], torch.full((7, 2), float("-inf"))], 1).sort(1, descending=True).values
-    assert torch.equal(_count_at_least_by_passes(scores, thresholds), _count_at_least_by_search(scores, thresholds))
+    thresholds = torch.cat([scores[:, 3:10], torch.full((7, 2), float("-inf"))], 1)
+    thresholds[:3, 5:] = float("-inf")  # rows with fewer real thresholds
+    thresholds = thresholds.sort(1, descending=True).values
+    by_passes = positive_ranks._count_at_least_by_passes(scores, thresholds)
+    by_search = positive_ranks._count_at_least_by_search(scores, thresholds)
+    real = torch.isfinite(thresholds)
+    assert torch.equal(by_passes[real], by_search[real])
+    expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
+    assert torch.equal(by_search[real], expected[real])
