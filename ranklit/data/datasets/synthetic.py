@@ -4,7 +4,8 @@ The built-in dataset of the quick start: nothing is downloaded and nothing touch
 shape on a cluttered background:
 
 - the **coarse** label is the shape (circle, square, triangle, ring, cross, diamond, ...);
-- with ``levels=3`` the **middle** label is the texture (solid, stripes, checker, dots) and the **fine** label the colour;
+- with ``levels=3`` the **middle** label is the texture (solid, stripes, checker, dots) of a given shape, and the
+  **fine** label the colour;
   with ``levels=2`` the fine label is a (texture, colour) pair.
 
 Every image draws its own position, size, rotation, colour jitter, background colour, noise and two distractor
@@ -65,7 +66,7 @@ class SyntheticHierarchy(Dataset):
         root: ignored (kept so every dataset has the same constructor).
         split: ``train`` or ``test``.
         transform: applied to the ``uint8`` image tensor ``[3, S, S]`` (e.g. :func:`ranklit.data.transforms.train_transform`).
-        levels: 2 (``[fine, shape]``) or 3 (``[colour, texture, shape]``).
+        levels: 2 (``[fine, shape]``) or 3 (``[colour, (shape, texture), shape]``).
         num_coarse: number of shapes (at most 8).
         fine_per_parent: fine classes per parent (coarse for 2 levels, texture for 3); half go to each split.
         images_per_class: images generated per fine class.
