@@ -111,12 +111,12 @@ def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
     """``#{j : scores[c, j] >= thresholds[c, i]}`` for thresholds sorted in decreasing order, one vectorised
     comparison pass per threshold; ``-inf`` thresholds are padding and get the count 0.
 
-    On CPU the rows are processed in tiles of about 2 MiB, so that the passes over a tile run from the cache (about 4x
-    faster than streaming the whole chunk from memory once per threshold).
+    On CPU the rows are processed in tiles of about 4 MiB (at least 32 rows), so that the passes over a tile run from
+    the cache (about 4x faster than streaming the whole chunk from memory once per threshold).
     """
     num_rows, num_items = scores.shape
     exact = torch.float64 if num_items >= 2**24 else scores.dtype  # sums of ones stay exact
-    tile = num_rows if scores.is_cuda else max(1, _TILE_ELEMENTS // max(num_items, 1))
+    tile = num_rows if scores.is_cuda else max(_MIN_TILE_ROWS, _TILE_ELEMENTS // max(num_items, 1))
     flags = torch.empty(min(tile, num_rows), num_items, dtype=exact, device=scores.device)
     counts = torch.zeros(thresholds.shape[1], num_rows, dtype=exact, device=scores.device)
     ones = torch.ones(num_items, dtype=exact, device=scores.device)
@@ -132,7 +132,8 @@ def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
     return counts.T.round().long()
 
 
-_TILE_ELEMENTS = 2**19
+_TILE_ELEMENTS = 2**20
+_MIN_TILE_ROWS = 32  # fewer rows make each pass's `ge` and `mv` too small to run efficiently
 
 
 def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:

@@ -149,17 +149,19 @@ def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pyte
     from ranklit.functional import positive_ranks
 
     monkeypatch.setattr(positive_ranks, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
-    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 100)
+    monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", 3)
+    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 0)
     e = _data(40, 3, 4, ties)
     labels = torch.arange(40) % 5
     _assert_same(retrieval_metrics(e, labels, chunk_size=16), oracle_retrieval_metrics(e, labels))
 
 
-@pytest.mark.parametrize("tile_elements", [2**19, 90])  # one tile; tiles of 2 rows
-def test_both_counting_strategies_agree(tile_elements: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tile_rows", [32, 2])  # one tile; tiles of 2 rows
+def test_both_counting_strategies_agree(tile_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from ranklit.functional import positive_ranks
 
-    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", tile_elements)
+    monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", tile_rows)
+    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 0)
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 5, (7, 40), generator=g).float()
     scores[:, :3] = float("-inf")
