@@ -9,6 +9,11 @@ from torch import nn
 from ranklit.losses import (
     BlackBoxAPLoss,
     CalibrationLoss,
+    ClusterLoss,
+    CSLLoss,
+    HAPLoss,
+    HAPPIERLoss,
+    LevelSumLoss,
     ContrastiveLoss,
     FastAPLoss,
     NormSoftmaxLoss,
@@ -36,8 +41,14 @@ REGISTRY: dict[str, Callable[[], nn.Module]] = {
     "TripletLoss_distance_weighted": lambda: TripletLoss(mining="distance_weighted"),
     "NormSoftmaxLoss": lambda: NormSoftmaxLoss(NUM_CLASSES, DIM),
     "ProxyNCAPPLoss": lambda: ProxyNCAPPLoss(NUM_CLASSES, DIM),
+    "HAPLoss": HAPLoss,
+    "HAPLoss_without_hrank": lambda: HAPLoss(with_hrank=False),
+    "HAPPIERLoss": lambda: HAPPIERLoss(NUM_CLASSES, DIM),
+    "ClusterLoss": lambda: ClusterLoss(NUM_CLASSES, DIM),
+    "CSLLoss": lambda: CSLLoss(NUM_CLASSES, DIM, margins=(0.25, 0.35)),
+    "LevelSumLoss": lambda: LevelSumLoss(SupAPLoss()),
 }
 
-PROXY_LOSSES = {"NormSoftmaxLoss", "ProxyNCAPPLoss"}
+PROXY_LOSSES = {"NormSoftmaxLoss", "ProxyNCAPPLoss", "HAPPIERLoss", "ClusterLoss", "CSLLoss"}
 RANDOM_LOSSES = {"TripletLoss_distance_weighted", "BlackBoxAPLoss"}  # random in training mode
 AP_LOSSES = {"SmoothAPLoss", "SupAPLoss", "FastAPLoss", "SoftBinAPLoss", "SoftBinAPLoss_options", "BlackBoxAPLoss"}
