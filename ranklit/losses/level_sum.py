@@ -57,6 +57,10 @@ class LevelSumLoss(nn.Module):
         ref_ids: Tensor | None = None,
     ) -> Tensor:
         """Sum over the label columns of ``labels`` ``[B]`` or ``[B, L]`` of the binary loss at that column."""
+        if labels.ndim not in (1, 2):
+            raise ValueError(
+                f"`labels` must have shape [N] or [N, L] (column 0 = finest level), got {tuple(labels.shape)}."
+            )
         num_levels = 1 if labels.ndim == 1 else labels.shape[1]
         if len(self.losses) not in (1, num_levels):
             raise ValueError(

@@ -60,14 +60,16 @@ def test_batch_without_any_positive_points_at_the_sampler(name: str) -> None:
 def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
     # Every query's only positive is itself, excluded by id.
     ids = torch.arange(8)
-    with pytest.raises(ValueError, match="no query has a positive"):
+    with pytest.raises(ValueError, match="(?i)no query has a (positive|relevant item)"):
         REGISTRY[name]()(
             _emb(), torch.arange(8), ref_embeddings=_emb(), ref_labels=torch.arange(8), ids=ids, ref_ids=ids
         )
 
 
-@pytest.mark.parametrize("name", sorted(PROXY_LOSSES))
+@pytest.mark.parametrize("name", sorted(PROXY_LOSSES - {"HAPPIERLoss", "CSLLoss"}))
 def test_proxy_losses_need_no_positive_pair(name: str) -> None:
+    """A single-level proxy loss compares each item with its class proxy: no in-batch positive is needed (HAPPIER's
+    H-AP term needs one; CSL needs one margin per label column)."""
     assert torch.isfinite(REGISTRY[name]()(_emb(6), torch.arange(6)))
 
 
