@@ -27,6 +27,15 @@ def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
     return nn.Parameter(torch.empty(num_classes, embedding_dim).uniform_(-bound, bound))
 
 
+def check_proxy_dimension(queries: Tensor, proxies: Tensor) -> None:
+    """Raise ``ValueError`` when the embeddings and the proxies have different dimensions."""
+    if queries.shape[1] != proxies.shape[1]:
+        raise ValueError(
+            f"`embeddings` have dimension {queries.shape[1]} but the proxies have {proxies.shape[1]}: "
+            "set `embedding_dim` to the model's embedding size."
+        )
+
+
 class ClusterLoss(nn.Module):
     """HAPPIER's clustering loss: cross-entropy of ``<v, p_z> / temperature`` over the normalised fine-class proxies.
 
@@ -73,11 +82,7 @@ class ClusterLoss(nn.Module):
 
     def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
         """Loss of validated ``[B, D]`` queries (computation dtype) with ``[B, L]`` integer labels."""
-        if queries.shape[1] != self.proxies.shape[1]:
-            raise ValueError(
-                f"`embeddings` have dimension {queries.shape[1]} but the proxies have {self.proxies.shape[1]}: "
-                "set `embedding_dim` to the model's embedding size."
-            )
+        check_proxy_dimension(queries, self.proxies)
         check_class_ids(query_labels[:, 0], self.num_classes)
         return cluster_loss(queries, query_labels[:, 0], self.proxies, self.temperature)
 

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from ranklit.functional.inputs import check_hierarchy, prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, csl_loss
-from ranklit.losses.cluster import make_proxies
+from ranklit.losses.cluster import check_proxy_dimension, make_proxies
 
 __all__ = ["CSLLoss"]
 
@@ -101,11 +101,7 @@ class CSLLoss(nn.Module):
     ) -> Tensor:
         """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B, L]`` (``ref_*`` ignored)."""
         inputs = prepare_inputs(embeddings, labels)
-        if inputs.queries.shape[1] != self.proxies.shape[1]:
-            raise ValueError(
-                f"`embeddings` have dimension {inputs.queries.shape[1]} but the proxies have "
-                f"{self.proxies.shape[1]}: set `embedding_dim` to the model's embedding size."
-            )
+        check_proxy_dimension(inputs.queries, self.proxies)
         self.register_hierarchy(inputs.query_labels)
         return csl_loss(
             inputs.queries, inputs.query_labels, self.proxies, self.class_labels, self.margins, self.scale
