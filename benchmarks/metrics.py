@@ -175,13 +175,18 @@ def run(method: str, config: dict[str, Any], repeats: int, timeout: float) -> tu
     queue = ctx.Queue()
     process = ctx.Process(target=_measure, args=(method, config, repeats, queue))
     process.start()
-    try:
-        result = queue.get(timeout=timeout)
-    except Exception:  # queue.Empty: the method ran past the time limit
-        process.kill()
-        return f"over {timeout:.0f} s"
-    process.join()
-    return result
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            result = queue.get(timeout=1.0)
+        except Exception:  # queue.Empty: still running, or the process died without a result
+            if not process.is_alive():
+                return f"failed (exit code {process.exitcode})"
+            continue
+        process.join()
+        return result
+    process.kill()
+    return f"over {timeout:.0f} s"
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, 
 from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
 from ranklit.functional.ranking import default_chunk_size
+from ranklit.functional.symmetric_ranks import symmetric_positive_ranks, symmetric_tile_size
 
 __all__ = ["retrieval_metrics", "check_recall_at", "metrics_chunk_size"]
 
@@ -73,6 +74,10 @@ def _check_junk(junk: Tensor | None, num_queries: int, num_refs: int, device: to
             f"query's ranking, got {got}."
         )
     return junk.to(device)
+
+
+def _unique(ids: Tensor | None) -> bool:
+    return ids is not None and torch.unique(ids).numel() == ids.numel()
 
 
 def _accumulate(totals: dict[str, Tensor], values: dict[str, Tensor], suffix: str = "") -> None:
@@ -152,13 +157,20 @@ def retrieval_metrics(
     if num_levels > 1:
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
     junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
-    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device)
     label_keys = SortedKeys(x.ref_labels[:, 0])
+    class_sizes = label_keys.count(x.query_labels[:, 0])
+    totals: dict[str, Tensor] = {}
+    if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
+        tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
+        if int(class_sizes.max()) <= tile:  # else a tile would have to hold a whole class: rank row by row
+            for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile):
+                _accumulate(totals, binary_query_metrics(*ranks, recall_at))
+            return _finalise(totals, num_queries, num_levels, recall_at)
+    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device)
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
-    order = torch.argsort(label_keys.count(x.query_labels[:, 0]))
+    order = torch.argsort(class_sizes)
     refs_t = x.refs.T.contiguous()
-    totals: dict[str, Tensor] = {}
     for rows in order.split(chunk):
         scores = x.queries[rows] @ refs_t
         if id_keys is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["SortedKeys", "positive_ranks", "binary_query_metrics"]
+__all__ = ["SortedKeys", "sort_positive_scores", "count_at_least", "positive_ranks", "binary_query_metrics"]
 
 
 class SortedKeys:
@@ -64,12 +64,8 @@ class SortedKeys:
         return index, valid
 
 
-def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
-
-    Only the positives are sorted. With few positives (``P <= 64``) each rank is one comparison pass over the row
-    (``O(C * N * P)`` fast vectorised work); with more, a binary search of every item among the sorted positives and a
-    histogram (``O(C * N * log P)``). Neither sorts the rows.
+def sort_positive_scores(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The scores of each query's positives in decreasing order, and their ranks among the positives.
 
     Args:
         scores: ``[C, N]`` scores of a chunk of queries; removed items hold ``-inf``.
@@ -77,9 +73,69 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
         valid: ``[C, P]`` which entries of ``index`` are real; positives scoring ``-inf`` (removed) are dropped.
 
     Returns:
-        ``(rank, rank_pos, valid)``, each ``[C, P]``: the pessimistic rank of each positive in the retrieval set, its
-        rank among the positives, and which entries are real (the real ones come first in each row). Ranks are
-        ``int64``; entries that are not real hold ``0``.
+        ``(descending, rank_pos, valid)``, each ``[C, W]`` with ``W`` the most positives of a query: the positives'
+        scores sorted in decreasing order (``-inf`` after the real ones), ``rank+`` of each (``0`` where not real), and
+        which entries are real.
+
+    Example:
+        >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
+        >>> descending, rank_pos, ok = sort_positive_scores(s, torch.tensor([[4, 3, 0]]), torch.ones(1, 3, dtype=bool))
+        >>> descending.tolist(), rank_pos.tolist()
+        ([[0.8999999761581421, 0.5, 0.10000000149011612]], [[1, 2, 3]])
+    """
+    positive_scores = scores.gather(1, index)
+    valid = valid & torch.isfinite(positive_scores)
+    num_positives = valid.sum(dim=1, keepdim=True)
+    width = int(num_positives.max()) if num_positives.numel() else 0
+    descending = torch.where(valid, positive_scores, float("-inf")).sort(dim=1, descending=True).values
+    descending = descending[:, :width].contiguous()
+    valid = torch.arange(width, device=scores.device)[None, :] < num_positives  # real positives first, then -inf
+    rank_pos = width - torch.searchsorted(descending.flip(1).contiguous(), descending)  # positives not strictly below
+    return descending, torch.where(valid, rank_pos, 0), valid
+
+
+def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = False) -> Tensor:
+    """``#{j : scores[c, j] >= thresholds[c, i]}`` for each row ``c`` and threshold ``i``, without sorting the rows.
+
+    With few thresholds (``P <= 64``) each count is one vectorised comparison pass over the row (``O(C N P)``); with
+    more, a binary search of every item among the thresholds and a histogram (``O(C N log P)``).
+
+    Args:
+        scores: ``[C, N]`` scores, or ``[N, C]`` (one query per column) when ``transposed``.
+        thresholds: ``[C, P]`` thresholds of each query in decreasing order; ``-inf`` entries are padding (their
+            counts are not meaningful).
+        transposed: the queries are the columns of ``scores`` (the other half of a symmetric tile).
+
+    Returns:
+        ``[C, P]`` int64 counts.
+
+    Example:
+        >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
+        >>> count_at_least(s, torch.tensor([[0.7, 0.5]])).tolist()
+        [[2, 4]]
+        >>> count_at_least(s.T, torch.tensor([[0.7]]), transposed=True).tolist()
+        [[2]]
+    """
+    if thresholds.shape[1] <= _MAX_PASSES:
+        return _count_at_least_by_passes(scores, thresholds, transposed)
+    return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
+
+
+def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
+
+    Only the positives are sorted (:func:`sort_positive_scores`); each rank is a count over the row
+    (:func:`count_at_least`).
+
+    Args:
+        scores: ``[C, N]`` scores of a chunk of queries; removed items hold ``-inf``.
+        index: ``[C, P]`` columns of the candidate positives (see :meth:`SortedKeys.match`).
+        valid: ``[C, P]`` which entries of ``index`` are real; positives scoring ``-inf`` (removed) are dropped.
+
+    Returns:
+        ``(rank, rank_pos, valid)``, each ``[C, W]`` with ``W`` the most positives of a query: the pessimistic rank of
+        each positive in the retrieval set, its rank among the positives, and which entries are real (the real ones
+        come first in each row). Ranks are ``int64``; entries that are not real hold ``0``.
 
     Memory: ``O(C * N)``.
 
@@ -89,46 +145,39 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
         >>> rank.tolist(), rank_pos.tolist()
         ([[1, 4, 5]], [[1, 2, 3]])
     """
-    positive_scores = scores.gather(1, index)
-    valid = valid & torch.isfinite(positive_scores)
-    num_positives = valid.sum(dim=1, keepdim=True)
-    width = positive_scores.shape[1]
-    descending = torch.where(valid, positive_scores, float("-inf")).sort(dim=1, descending=True).values
-    valid = torch.arange(width, device=scores.device)[None, :] < num_positives  # real positives first, then -inf
-    if width <= _MAX_PASSES:
-        rank = _count_at_least_by_passes(scores, descending)
-    else:
-        rank = _count_at_least_by_search(scores, descending)
-    ascending = descending.flip(1).contiguous()
-    rank_pos = width - torch.searchsorted(ascending, descending)  # positives not strictly below (padding is -inf)
-    return torch.where(valid, rank, 0), torch.where(valid, rank_pos, 0), valid
+    descending, rank_pos, valid = sort_positive_scores(scores, index, valid)
+    return torch.where(valid, count_at_least(scores, descending), 0), rank_pos, valid
 
 
 _MAX_PASSES = 64
 
 
-def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor) -> Tensor:
-    """``#{j : scores[c, j] >= thresholds[c, i]}`` for thresholds sorted in decreasing order, one vectorised
-    comparison pass per threshold; ``-inf`` thresholds are padding and get the count 0.
+def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor, transposed: bool = False) -> Tensor:
+    """:func:`count_at_least` by one vectorised comparison pass per threshold (``-inf`` padding gets no pass).
 
     On CPU the rows are processed in tiles of about 4 MiB (at least 32 rows), so that the passes over a tile run from
-    the cache (about 4x faster than streaming the whole chunk from memory once per threshold).
+    the cache (about 4x faster than streaming the whole chunk from memory once per threshold); a transposed input is
+    one tile (callers pass cache-sized tiles).
     """
-    num_rows, num_items = scores.shape
+    num_rows, width = thresholds.shape
+    num_items = scores.shape[0] if transposed else scores.shape[1]
     exact = torch.float64 if num_items >= 2**24 else scores.dtype  # sums of ones stay exact
-    tile = num_rows if scores.is_cuda else max(_MIN_TILE_ROWS, _TILE_ELEMENTS // max(num_items, 1))
-    flags = torch.empty(min(tile, num_rows), num_items, dtype=exact, device=scores.device)
-    counts = torch.zeros(thresholds.shape[1], num_rows, dtype=exact, device=scores.device)
-    ones = torch.ones(num_items, dtype=exact, device=scores.device)
-    finite = torch.isfinite(thresholds).sum(1)
+    tile = num_rows if scores.is_cuda or transposed else max(_MIN_TILE_ROWS, _TILE_ELEMENTS // max(num_items, 1))
+    counts = torch.zeros(width, num_rows, dtype=exact, device=scores.device)
+    by_pass = thresholds.T.contiguous()  # [P, C]: the thresholds of one pass are contiguous
+    passes = torch.isfinite(thresholds).sum(1)
+    flags_shape = scores.shape if transposed else (min(tile, num_rows), num_items)
+    flags = torch.empty(flags_shape, dtype=exact, device=scores.device)
     for start in range(0, num_rows, tile):
-        block = scores[start : start + tile]
-        block_flags = flags[: block.shape[0]]
+        stop = min(start + tile, num_rows)
+        block = scores if transposed else scores[start:stop]
+        block_flags = flags if transposed else flags[: stop - start]
         # thresholds are sorted with the -inf padding last: the padding needs no pass (its counts are never read)
-        for i in range(int(finite[start : start + tile].max())):
-            torch.ge(block, thresholds[start : start + tile, i : i + 1], out=block_flags)
-            # a BLAS reduction: faster than `sum` on CPU, exact below 2^24 ones
-            torch.mv(block_flags, ones, out=counts[i, start : start + block.shape[0]])
+        for i in range(int(passes[start:stop].max())):
+            level = by_pass[i, start:stop]
+            # an expanded threshold operand keeps `ge` vectorised (a plain broadcast row is 10x slower on CPU)
+            torch.ge(block, (level[None, :] if transposed else level[:, None]).expand(block.shape), out=block_flags)
+            torch.sum(block_flags, dim=0 if transposed else 1, out=counts[i, start:stop])  # exact below 2^24 ones
     return counts.T.round().long()
 
 
@@ -140,7 +189,7 @@ def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:
     """Same as :func:`_count_at_least_by_passes` for sorted thresholds, by binary search and a histogram."""
     width = descending.shape[1]
     # below[c, j] = #{i : ascending[c, i] <= s_j}; the item counts for the thresholds at ascending positions < below.
-    below = torch.searchsorted(descending.flip(1).contiguous(), scores, right=True)
+    below = torch.searchsorted(descending.flip(1).contiguous(), scores.contiguous(), right=True)
     histogram = torch.zeros(scores.shape[0], width + 1, dtype=torch.int64, device=scores.device)
     histogram.scatter_add_(1, below, torch.ones_like(below))
     return histogram[:, 1:].flip(1).cumsum(1)

@@ -1,0 +1,152 @@
+"""Ranks of the positives when the items rank each other: each pair's score is computed once (SPEC.md §1).
+
+Without a gallery the score matrix ``S = E E^T`` is symmetric and a query's positives are the other items of its class.
+Sorting the items by (class size, label) and cutting that order at class boundaries into blocks of about ``tile`` items
+puts every positive of a query in the query's own block (:func:`class_blocks`). Then
+
+* the diagonal tile ``E_I E_I^T`` holds the positives' scores of block ``I`` (the thresholds of
+  :func:`~ranklit.functional.positive_ranks.count_at_least`) and their counts inside ``I``;
+* an off-diagonal tile ``T = E_I E_J^T`` (``I < J``) holds negatives only. It is computed once and counted twice:
+  along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile).
+
+So half of the score matrix is computed, every comparison pass reads a cache-sized tile, and blocks hold classes of
+similar size, so few thresholds are padding. A pair's score is one number shared by both of its rows; ties are exact
+equalities of the float scores, as in the row-by-row path of :func:`~ranklit.functional.metrics.retrieval_metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.positive_ranks import SortedKeys, count_at_least, sort_positive_scores
+
+__all__ = ["class_blocks", "symmetric_positive_ranks", "symmetric_tile_size"]
+
+_CPU_TILE = 1024  # a 4 MiB float32 tile: the tile and its comparison flags stay in the cache
+
+
+def symmetric_tile_size(num_items: int, device: torch.device) -> int:
+    """Items per block: 1024 on CPU (cache-sized tiles); on GPU as large as a quarter of the free memory allows.
+
+    A step holds one ``tile x tile`` block of scores and its comparison flags.
+
+    >>> symmetric_tile_size(100_000, torch.device("cpu"))
+    1024
+    """
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(1, min(num_items, int((free // 4 // 16) ** 0.5)))
+    return max(1, min(num_items, _CPU_TILE))
+
+
+def class_blocks(labels: Tensor, tile: int) -> tuple[Tensor, list[tuple[int, int]]]:
+    """Order of the items by (class size, label) and ``[start, stop)`` blocks of that order holding whole classes.
+
+    A block starts at the first class boundary at or after each multiple of ``tile``: blocks hold about ``tile``
+    items, or one class when it is larger.
+
+    Args:
+        labels: ``[N]`` integer labels.
+        tile: target items per block.
+
+    Returns:
+        ``(order, blocks)``: ``order[k]`` is the item at position ``k`` of the sorted order; ``blocks`` the bounds.
+
+    Example:
+        >>> order, blocks = class_blocks(torch.tensor([5, 7, 5, 9, 7, 7]), tile=2)
+        >>> order.tolist(), blocks
+        ([3, 0, 2, 1, 4, 5], [(0, 3), (3, 6)])
+    """
+    _, inverse, sizes = torch.unique(labels, return_inverse=True, return_counts=True)
+    by_label = torch.argsort(inverse, stable=True)
+    order = by_label[torch.argsort(sizes[inverse[by_label]], stable=True)]
+    sorted_labels = inverse[order]
+    new_class = torch.ones_like(sorted_labels, dtype=torch.bool)
+    new_class[1:] = sorted_labels[1:] != sorted_labels[:-1]
+    starts = torch.nonzero(new_class).flatten()
+    marks = torch.searchsorted(starts, torch.arange(0, labels.numel(), tile, device=labels.device))
+    cuts = torch.unique(starts[marks[marks < starts.numel()]]).tolist() + [labels.numel()]
+    return order, list(zip(cuts[:-1], cuts[1:]))
+
+
+def symmetric_positive_ranks(
+    embeddings: Tensor, labels: Tensor, tile: int
+) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """``rank`` and ``rank+`` of the positives of every item ranking all the others (itself excluded), by blocks.
+
+    Args:
+        embeddings: ``[N, D]`` embeddings (score = dot product).
+        labels: ``[N]`` integer labels; positives share the query's label.
+        tile: target items per block (:func:`class_blocks`).
+
+    Yields:
+        For each block, ``(rank, rank_pos, valid)`` of its queries as :func:`~ranklit.functional.positive_ranks.
+        positive_ranks` returns them (queries in the sorted order of :func:`class_blocks`).
+
+    Cost: ``N^2 D / 2`` multiply-adds; memory ``O(tile^2 + N P)`` with ``P`` the most positives of a query.
+
+    Example:
+        >>> e = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
+        >>> [rank.tolist() for rank, _, _ in symmetric_positive_ranks(e, torch.tensor([0, 1, 0, 1]), tile=2)]
+        [[[2], [3]], [[3], [2]]]
+
+        The blocks are the classes ``{0, 2}`` and ``{1, 3}``: item 2 has items 1 and 3 above its positive 0.
+    """
+    order, blocks = class_blocks(labels, tile)
+    embeddings, labels = embeddings[order], labels[order]
+    tiles = _Tiles(embeddings, max(stop - start for start, stop in blocks))
+    thresholds, ranks_among_positives, real, counts = [], [], [], []
+    for start, stop in blocks:
+        tiles.load_rows(start, stop)
+        tiles.load_columns(start, stop)
+        diagonal = tiles.product()
+        diagonal.diagonal().fill_(float("-inf"))  # a query never ranks itself
+        block_labels = labels[start:stop]
+        descending, rank_pos, valid = sort_positive_scores(diagonal, *SortedKeys(block_labels).match(block_labels))
+        thresholds.append(descending)
+        ranks_among_positives.append(rank_pos)
+        real.append(valid)
+        counts.append(count_at_least(diagonal, descending))
+    for i, (start, stop) in enumerate(blocks):
+        tiles.load_rows(start, stop)
+        for j in range(i + 1, len(blocks)):
+            tiles.load_columns(*blocks[j])
+            negatives = tiles.product()
+            counts[i] += count_at_least(negatives, thresholds[i])
+            counts[j] += count_at_least(negatives, thresholds[j], transposed=True)
+        yield torch.where(real[i], counts[i], 0), ranks_among_positives[i], real[i]
+
+
+class _Tiles:
+    """Score tiles ``E_I E_J^T``, all computed by one product of the same shape from the same two buffers.
+
+    BLAS libraries choose their kernel, and so the rounding of a dot product, by the shape and alignment of the
+    operands: tiles of different shapes can give one pair two scores that differ in the last bit (seen with MKL), and
+    a tie between items of different tiles would be missed. With one shape and fixed buffers a pair has one score.
+    """
+
+    def __init__(self, embeddings: Tensor, size: int) -> None:
+        self.embeddings = embeddings
+        self.rows = embeddings.new_zeros(size, embeddings.shape[1])
+        self.columns = embeddings.new_zeros(size, embeddings.shape[1])
+        self.scores = embeddings.new_empty(size, size)
+        self.num_rows = self.num_columns = 0
+
+    def load_rows(self, start: int, stop: int) -> None:
+        self.num_rows = self._load(self.rows, start, stop)
+
+    def load_columns(self, start: int, stop: int) -> None:
+        self.num_columns = self._load(self.columns, start, stop)
+
+    def _load(self, buffer: Tensor, start: int, stop: int) -> int:
+        buffer[: stop - start] = self.embeddings[start:stop]
+        buffer[stop - start :] = 0.0
+        return stop - start
+
+    def product(self) -> Tensor:
+        """``[rows, columns]`` scores of the loaded blocks (a view of the product buffer)."""
+        torch.matmul(self.rows, self.columns.T, out=self.scores)
+        return self.scores[: self.num_rows, : self.num_columns]
