@@ -6,7 +6,8 @@ import inspect
 from typing import Any, Literal
 
 import lightning as L
-from torch.utils.data import DataLoader, Dataset
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
 from ranklit.data import datasets as dataset_zoo
@@ -24,6 +25,19 @@ def _dataset_class(name: str) -> type[Dataset]:
     return cls
 
 
+def _evaluation_shard(dataset: Dataset) -> Sampler | None:
+    """Under DDP each rank embeds every ``world_size``-th sample of an evaluation set, in order; ``None`` otherwise.
+
+    ``DistributedSampler`` without shuffling pads the last shards with repeated samples so every rank runs the same
+    number of batches; :class:`ranklit.metrics.RetrievalMetrics` gathers the shards and drops the repeats by sample
+    index. The trainer's ``use_distributed_sampler: false`` (needed by the training samplers) would otherwise leave
+    every rank embedding the whole set.
+    """
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return None
+    return DistributedSampler(dataset, num_replicas=dist.get_world_size(), rank=dist.get_rank(), shuffle=False)
+
+
 class RetrievalDataModule(L.LightningDataModule):
     """Training, validation and test loaders for image retrieval.
 
@@ -31,9 +45,9 @@ class RetrievalDataModule(L.LightningDataModule):
     (``sampler: pk``) or, for FastAP's category-based "hard" batches, :class:`ranklit.data.HierarchicalSampler`
     (``sampler: hierarchical``: two super-classes per batch, ``batches_per_super_pair`` batches per pair). Both are
     rank-aware, so the trainer must run with ``use_distributed_sampler: false`` (the configs set it).
-    Evaluation loaders are sequential and never drop a sample. With ``gallery_split`` set, evaluation is
-    query/gallery: the ``val_split``/``test_split`` dataset holds the queries (dataloader 0) and the gallery split
-    dataset the retrieval set (dataloader 1).
+    Evaluation loaders are sequential and never drop a sample; under DDP each rank embeds its share of the set.
+    With ``gallery_split`` set, evaluation is query/gallery: the ``val_split``/``test_split`` dataset holds the
+    queries (dataloader 0) and the gallery split dataset the retrieval set (dataloader 1).
 
     Args:
         dataset: name of a class of :mod:`ranklit.data.datasets` (``SyntheticHierarchy``, ``CUB200``,
@@ -165,9 +179,11 @@ class RetrievalDataModule(L.LightningDataModule):
         return loaders[0] if len(loaders) == 1 else loaders
 
     def _eval_loader(self, split: str) -> DataLoader:
+        dataset = self._dataset(split, train=False)
         return DataLoader(
-            self._dataset(split, train=False),
+            dataset,
             batch_size=self.hparams.eval_batch_size,
+            sampler=_evaluation_shard(dataset),
             shuffle=False,
             drop_last=False,
             num_workers=self.hparams.num_workers,

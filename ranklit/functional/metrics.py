@@ -1,15 +1,19 @@
-"""Exact retrieval metrics over the full ranking, in memory-bounded query chunks (SPEC.md §1).
+"""Exact retrieval metrics over the full ranking, in memory-bounded pieces (SPEC.md §1).
 
-:func:`retrieval_metrics` scores a chunk of queries against the whole retrieval set with one matrix product, removes
-the excluded items (the query itself, junk), then
+:func:`retrieval_metrics` takes one of three paths:
 
-* for every label column ``h``: the ranks of the positives (same label at column ``h``) without sorting the row
-  (:func:`ranklit.functional.positive_ranks.positive_ranks`) -> AP, mAP@R, P@1, Recall@k;
-* with hierarchical labels: one sort of the row -> H-AP, ASI, NDCG
-  (:func:`ranklit.functional.hierarchical_metrics.hierarchical_query_metrics`).
+* flat labels, the items ranking each other (no gallery, no junk, distinct ids): every pair's score is computed once,
+  in class-aligned tiles, and each positive's rank is a count of the items scoring at least as high
+  (:func:`ranklit.functional.symmetric_ranks.symmetric_positive_ranks`) -> AP, mAP@R, P@1, Recall@k. Half the score
+  matrix, no row ever sorted;
+* flat labels otherwise: a chunk of queries is scored against the whole retrieval set with one matrix product, the
+  excluded items (the query itself, junk) are removed, and the positives are ranked the same way without sorting the
+  row (:func:`ranklit.functional.positive_ranks.positive_ranks`);
+* hierarchical labels: the same chunks, then one sort of each row -> H-AP, ASI, NDCG and the binary metrics of every
+  label column (:mod:`ranklit.functional.hierarchical_metrics`).
 
-Peak memory is ``O(chunk_size * N)`` (times ``L`` for hierarchical labels), never ``O(N^2)``; everything runs on the
-embeddings' device.
+Peak memory is ``O(chunk_size * N)`` (times ``L`` for hierarchical labels; ``O(tile^2)`` on the first path), never
+``O(N^2)``; everything runs on the embeddings' device.
 """
 
 from __future__ import annotations
@@ -127,7 +131,10 @@ def retrieval_metrics(
         ref_ids: ``[N]`` gallery ids.
         recall_at: cut-offs of Recall@k.
         alpha: relevance exponent of H-AP (HAPPIER Eq. 4).
-        chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`).
+        chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`). On the
+            symmetric path (flat labels, no gallery, no junk, distinct ids) it is the tile side instead (``None``:
+            :func:`~ranklit.functional.symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
+            evaluation down the row-by-row path.
         junk: ``[Q, N]`` bool, items removed from each query's ranking (Revisited Oxford/Paris junk lists).
 
     Returns:
@@ -137,8 +144,9 @@ def retrieval_metrics(
         ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, or no query with a
             positive.
 
-    Cost: one ``[chunk, D] x [D, N]`` product per chunk; binary metrics ``O(Q N log R)`` without sorting rows;
-    hierarchical metrics one sort per row. Memory ``O(chunk_size * N * L)``.
+    Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
+    ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives per query, ``O(Q N log R)`` above, without sorting
+    rows; hierarchical metrics one sort per row. Memory ``O(chunk_size * N * L)``.
 
     Example:
         >>> e = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), dim=1)
