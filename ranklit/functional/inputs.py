@@ -177,7 +177,7 @@ def levels_between(query_labels: Tensor, ref_labels: Tensor) -> Tensor:
 
     Args:
         query_labels: ``[Q, L]``.
-        ref_labels: ``[N, L]``.
+        ref_labels: ``[N, L]``, or ``[Q, N, L]`` for items chosen per query.
 
     Returns:
         ``[Q, N]`` int64 in ``0..L``.
@@ -185,7 +185,7 @@ def levels_between(query_labels: Tensor, ref_labels: Tensor) -> Tensor:
     >>> levels_between(torch.tensor([[0, 0]]), torch.tensor([[0, 0], [1, 0], [2, 1]])).tolist()
     [[2, 1, 0]]
     """
-    agree = query_labels[:, None, :] == ref_labels[None, :, :]
+    agree = query_labels[:, None, :] == (ref_labels if ref_labels.ndim == 3 else ref_labels[None, :, :])
     return agree.flip(-1).cumprod(-1).sum(-1)
 
 

@@ -24,7 +24,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics, sort_ranking
+from ranklit.functional.hierarchical_metrics import (
+    hierarchical_query_metrics,
+    level_binary_metrics,
+    rank_relevant_items,
+)
 from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
 from ranklit.functional.ranking import default_chunk_size
@@ -165,8 +169,9 @@ def retrieval_metrics(
     if num_levels > 1:
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
     junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
-    label_keys = SortedKeys(x.ref_labels[:, 0])
-    class_sizes = label_keys.count(x.query_labels[:, 0])
+    # positives (flat) or relevant items (hierarchical): same label in the coarsest column
+    label_keys = SortedKeys(x.ref_labels[:, -1])
+    class_sizes = label_keys.count(x.query_labels[:, -1])
     totals: dict[str, Tensor] = {}
     if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
@@ -187,11 +192,12 @@ def retrieval_metrics(
             scores[chunk_rows[valid], index[valid]] = float("-inf")
         if junk is not None:
             scores.masked_fill_(junk[rows], float("-inf"))
+        index, valid = label_keys.match(x.query_labels[rows, -1])
         if num_levels == 1:
-            index, valid = label_keys.match(x.query_labels[rows, 0])
             _accumulate(totals, binary_query_metrics(*positive_ranks(scores, index, valid), recall_at))
-        else:  # one sort of the rows serves H-AP, ASI, NDCG and the binary metrics of every column
-            ranking = sort_ranking(scores, levels_between(x.query_labels[rows], x.ref_labels), num_levels)
+        else:  # the ranked relevant items serve H-AP, ASI, NDCG and the binary metrics of every column
+            levels = levels_between(x.query_labels[rows], x.ref_labels[index])
+            ranking = rank_relevant_items(scores, index, valid, levels, num_levels)
             _accumulate(totals, hierarchical_query_metrics(ranking, alpha), "_hier")
             for h in range(num_levels):
                 _accumulate(totals, level_binary_metrics(ranking, h, recall_at), f"_level{h}")

@@ -73,25 +73,26 @@ def sort_positive_scores(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[
         valid: ``[C, P]`` which entries of ``index`` are real; positives scoring ``-inf`` (removed) are dropped.
 
     Returns:
-        ``(descending, rank_pos, valid)``, each ``[C, W]`` with ``W`` the most positives of a query: the positives'
-        scores sorted in decreasing order (``-inf`` after the real ones), ``rank+`` of each (``0`` where not real), and
-        which entries are real.
+        ``(descending, rank_pos, valid, order)``, each ``[C, W]`` with ``W`` the most positives of a query: the
+        positives' scores sorted in decreasing order (``-inf`` after the real ones), ``rank+`` of each (``0`` where not
+        real), which entries are real, and where each sorted entry was in ``index`` (to sort anything else alike).
 
     Example:
         >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
-        >>> descending, rank_pos, ok = sort_positive_scores(s, torch.tensor([[4, 3, 0]]), torch.ones(1, 3, dtype=bool))
-        >>> descending.tolist(), rank_pos.tolist()
-        ([[0.8999999761581421, 0.5, 0.10000000149011612]], [[1, 2, 3]])
+        >>> out = sort_positive_scores(s, torch.tensor([[4, 3, 0]]), torch.ones(1, 3, dtype=torch.bool))
+        >>> descending, rank_pos, ok, order = out
+        >>> descending.tolist(), rank_pos.tolist(), order.tolist()
+        ([[0.8999999761581421, 0.5, 0.10000000149011612]], [[1, 2, 3]], [[2, 1, 0]])
     """
     positive_scores = scores.gather(1, index)
     valid = valid & torch.isfinite(positive_scores)
     num_positives = valid.sum(dim=1, keepdim=True)
     width = int(num_positives.max()) if num_positives.numel() else 0
-    descending = torch.where(valid, positive_scores, float("-inf")).sort(dim=1, descending=True).values
-    descending = descending[:, :width].contiguous()
+    descending, order = torch.where(valid, positive_scores, float("-inf")).sort(dim=1, descending=True)
+    descending, order = descending[:, :width].contiguous(), order[:, :width]
     valid = torch.arange(width, device=scores.device)[None, :] < num_positives  # real positives first, then -inf
     rank_pos = width - torch.searchsorted(descending.flip(1).contiguous(), descending)  # positives not strictly below
-    return descending, torch.where(valid, rank_pos, 0), valid
+    return descending, torch.where(valid, rank_pos, 0), valid, order
 
 
 def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = False) -> Tensor:
@@ -145,7 +146,7 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
         >>> rank.tolist(), rank_pos.tolist()
         ([[1, 4, 5]], [[1, 2, 3]])
     """
-    descending, rank_pos, valid = sort_positive_scores(scores, index, valid)
+    descending, rank_pos, valid, _ = sort_positive_scores(scores, index, valid)
     return torch.where(valid, count_at_least(scores, descending), 0), rank_pos, valid
 
 

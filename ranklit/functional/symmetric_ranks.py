@@ -105,7 +105,7 @@ def symmetric_positive_ranks(
         diagonal = tiles.product()
         diagonal.diagonal().fill_(float("-inf"))  # a query never ranks itself
         block_labels = labels[start:stop]
-        descending, rank_pos, valid = sort_positive_scores(diagonal, *SortedKeys(block_labels).match(block_labels))
+        descending, rank_pos, valid, _ = sort_positive_scores(diagonal, *SortedKeys(block_labels).match(block_labels))
         thresholds.append(descending)
         ranks_among_positives.append(rank_pos)
         real.append(valid)

@@ -9,7 +9,8 @@ import torch
 from sklearn.metrics import average_precision_score, ndcg_score
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, sort_ranking
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from tests.metrics.ranked import ranked_relevant
 from tests.oracles.metrics import oracle_retrieval_metrics
 
 
@@ -114,7 +115,7 @@ def test_spec_worked_example_binary() -> None:
     assert out["map"] == pytest.approx(0.8333, abs=1e-4)
     assert out["map_at_r"] == pytest.approx(0.5)
     scores = torch.tensor([[5.0, 4, 3, 2, 1]])
-    asi = hierarchical_query_metrics(sort_ranking(scores, torch.tensor([[1, 0, 1, 0, 0]]), 1), 1.0)["asi"]
+    asi = hierarchical_query_metrics(ranked_relevant(scores, torch.tensor([[1, 0, 1, 0, 0]]), 1), 1.0)["asi"]
     assert float(asi) == pytest.approx(0.75)
 
 

@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics, sort_ranking
+from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics
 from ranklit.functional.inputs import levels_between
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
+from tests.metrics.ranked import ranked_relevant
 
 
 def _scores_and_labels(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -36,7 +37,7 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
         after = binary_query_metrics(*positive_ranks(_apply(transform, scores), index, valid), (1, 3))
         for key in before:
             assert torch.equal(before[key], after[key]), key
-    before_sorted, after_sorted = sort_ranking(scores, levels, 2), sort_ranking(_apply(transform, scores), levels, 2)
+    before_sorted, after_sorted = ranked_relevant(scores, levels, 2), ranked_relevant(_apply(transform, scores), levels, 2)
     pairs = [(hierarchical_query_metrics(before_sorted, 1.0), hierarchical_query_metrics(after_sorted, 1.0))]
     for h in range(2):
         pairs.append((level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))))
