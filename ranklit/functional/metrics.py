@@ -56,8 +56,9 @@ def check_recall_at(recall_at: Sequence[int]) -> tuple[int, ...]:
 def metrics_chunk_size(num_queries: int, num_refs: int, num_levels: int, device: torch.device) -> int:
     """Queries per chunk so one chunk's working tensors fit in a quarter of the free memory.
 
-    A query costs about ``32 N`` bytes for the binary metrics and ``(96 + 24 L) N`` with hierarchical labels (the
-    row sort and per-level counts). On CPU the chunk is also capped at 256 MiB, which keeps it cache-friendly.
+    A query costs about ``32 N`` bytes for the binary metrics (its scores and comparison flags) and ``(96 + 24 L) N``
+    with hierarchical labels (up to ``N`` relevant items, each with per-level counts and float64 terms). On CPU the
+    chunk is also capped at 256 MiB (the comparison passes then run over cache-sized tiles of it).
 
     >>> metrics_chunk_size(100, 1000, 1, torch.device("cpu"))
     100

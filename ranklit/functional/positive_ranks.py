@@ -192,7 +192,7 @@ def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:
     # below[c, j] = #{i : ascending[c, i] <= s_j}; the item counts for the thresholds at ascending positions < below.
     below = torch.searchsorted(descending.flip(1).contiguous(), scores.contiguous(), right=True)
     histogram = torch.zeros(scores.shape[0], width + 1, dtype=torch.int64, device=scores.device)
-    histogram.scatter_add_(1, below, torch.ones_like(below))
+    histogram.scatter_add_(1, below, below.new_ones(1).expand_as(below))
     return histogram[:, 1:].flip(1).cumsum(1)
 
 
