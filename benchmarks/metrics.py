@@ -66,21 +66,34 @@ def _reset_peak() -> None:
         pass
 
 
-def _product(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    block = max(1, min(embeddings.shape[0], 2**28 // embeddings.shape[0]))  # <= 1 GiB of scores at a time
-    refs_t = embeddings.T.contiguous()
-    for rows in embeddings.split(block):
+def _split(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> tuple[torch.Tensor, ...]:
+    """``(queries, query_labels, gallery, gallery_labels)``; without a split every item is a query and the gallery."""
+    if num_queries is None:
+        return embeddings, labels, embeddings, labels
+    return embeddings[:num_queries], labels[:num_queries], embeddings[num_queries:], labels[num_queries:]
+
+
+def _product(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> dict[str, float]:
+    queries, _, gallery, _ = _split(embeddings, labels, num_queries)
+    block = max(1, min(queries.shape[0], 2**28 // gallery.shape[0]))  # <= 1 GiB of scores at a time
+    refs_t = gallery.T.contiguous()
+    for rows in queries.split(block):
         rows @ refs_t
     return {}
 
 
-def _ranklit(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+def _ranklit(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> dict[str, float]:
     from ranklit.functional import retrieval_metrics
 
-    return retrieval_metrics(embeddings, labels, recall_at=(1, 2, 4, 8))
+    if num_queries is None:
+        return retrieval_metrics(embeddings, labels, recall_at=(1, 2, 4, 8))
+    queries, query_labels, gallery, gallery_labels = _split(embeddings, labels, num_queries)
+    return retrieval_metrics(
+        queries, query_labels, ref_embeddings=gallery, ref_labels=gallery_labels, recall_at=(1, 2, 4, 8)
+    )
 
 
-def _pml(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+def _pml(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> dict[str, float]:
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 
     class WithRecall(AccuracyCalculator):
@@ -100,13 +113,17 @@ def _pml(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
         device=torch.device("cpu"),
     )
     fine = labels if labels.ndim == 1 else labels[:, 0]
-    out = calculator.get_accuracy(embeddings, fine)
+    if num_queries is None:
+        out = calculator.get_accuracy(embeddings, fine)
+    else:
+        queries, query_labels, gallery, gallery_labels = _split(embeddings, fine, num_queries)
+        out = calculator.get_accuracy(queries, query_labels, gallery, gallery_labels, ref_includes_query=False)
     result = {"map_at_r": out["mean_average_precision_at_r"], "precision_at_1": out["precision_at_1"]}
     result.update({f"recall_at_{k}": v for k, v in out["recall_at_k"].items()})
     return result
 
 
-def _torchmetrics(embeddings: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+def _torchmetrics(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> dict[str, float]:
     from torchmetrics.retrieval import RetrievalMAP
 
     n = embeddings.shape[0]
@@ -157,7 +174,7 @@ def _measure(method: str, config: dict[str, Any], repeats: int, queue: Any) -> N
         before = _rss("VmRSS:")
         _reset_peak()
         start = time.perf_counter()
-        values = _FUNCTIONS[method](embeddings, labels)
+        values = _FUNCTIONS[method](embeddings, labels, config["num_queries"])
         times.append(time.perf_counter() - start)
         peaks.append(max(0, _rss("VmHWM:") - before))
     queue.put((statistics.median(times), max(peaks), {k: float(v) for k, v in values.items()}))
@@ -169,8 +186,8 @@ def run(method: str, config: dict[str, Any], repeats: int, timeout: float) -> tu
         return "not installed"
     if not _fits(method, config["n"]):
         return "does not fit in memory"
-    if method == "torchmetrics" and config["labels"] != "flat":
-        return "flat labels only"
+    if method == "torchmetrics" and (config["labels"] != "flat" or config["num_queries"] is not None):
+        return "flat labels, no gallery only"
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     process = ctx.Process(target=_measure, args=(method, config, repeats, queue))
@@ -199,6 +216,11 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=1.5, help="noise norm relative to the class-centre norm")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument(
+        "--query-fraction", type=float, default=None,
+        help="query/gallery evaluation: this fraction of the items are the queries, the rest the gallery "
+        "(default: every item ranks all the others)",
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
     args = parser.parse_args()
@@ -212,7 +234,10 @@ def main() -> None:
             config = dict(
                 n=n, dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
                 noise=args.noise, threads=args.threads,
+                num_queries=None if args.query_fraction is None else max(1, round(args.query_fraction * n)),
             )
+            if config["num_queries"] is not None:
+                label_kind = f"{label_kind}, {config['num_queries']} queries vs {n - config['num_queries']}"
             floor = None
             for method in args.methods:
                 result = run(method, config, args.repeats, args.timeout)

@@ -31,7 +31,6 @@ from ranklit.functional.hierarchical_metrics import (
 )
 from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
-from ranklit.functional.ranking import default_chunk_size
 from ranklit.functional.symmetric_ranks import symmetric_positive_ranks, symmetric_tile_size
 
 __all__ = ["retrieval_metrics", "check_recall_at", "metrics_chunk_size"]
@@ -53,24 +52,28 @@ def check_recall_at(recall_at: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(set(values)))
 
 
-def metrics_chunk_size(num_queries: int, num_refs: int, num_levels: int, device: torch.device) -> int:
+def metrics_chunk_size(
+    num_queries: int, num_refs: int, num_levels: int, device: torch.device, max_relevant: int | None = None
+) -> int:
     """Queries per chunk so one chunk's working tensors fit in a quarter of the free memory.
 
-    A query costs about ``32 N`` bytes for the binary metrics (its scores and comparison flags) and ``(96 + 24 L) N``
-    with hierarchical labels (up to ``N`` relevant items, each with per-level counts and float64 terms). On CPU the
-    chunk is also capped at 256 MiB (the comparison passes then run over cache-sized tiles of it).
+    A query costs about ``32 N`` bytes (its scores and comparison flags) plus, with hierarchical labels,
+    ``96 + 16 L`` bytes per relevant item (levels, per-level counts, float64 terms), of which it has at most
+    ``max_relevant`` (default ``N``). On CPU the chunk is also capped at 256 MiB (the comparison passes run over
+    cache-sized tiles of it).
 
     >>> metrics_chunk_size(100, 1000, 1, torch.device("cpu"))
     100
     """
-    bytes_per_item = 32 if num_levels == 1 else 96 + 24 * num_levels
+    relevant = num_refs if max_relevant is None else max_relevant
+    bytes_per_query = 32 * num_refs + (0 if num_levels == 1 else (96 + 16 * num_levels) * relevant)
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         budget = free // 4
     else:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
         budget = min(_CPU_CHUNK_BYTES, available // 4) if available > 0 else _CPU_CHUNK_BYTES
-    return default_chunk_size(num_queries, bytes_per_item, num_refs, budget=budget)
+    return max(1, min(num_queries, budget // max(1, bytes_per_query)))
 
 
 def _check_junk(junk: Tensor | None, num_queries: int, num_refs: int, device: torch.device) -> Tensor | None:
@@ -180,7 +183,9 @@ def retrieval_metrics(
             for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile):
                 _accumulate(totals, binary_query_metrics(*ranks, recall_at))
             return _finalise(totals, num_queries, num_levels, recall_at)
-    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device)
+    chunk = chunk_size or metrics_chunk_size(
+        num_queries, num_refs, num_levels, x.queries.device, max_relevant=int(class_sizes.max())
+    )
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
     order = torch.argsort(class_sizes)
