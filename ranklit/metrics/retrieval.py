@@ -40,7 +40,8 @@ class RetrievalMetrics(Metric):
     Args:
         recall_at: cut-offs of Recall@k.
         alpha: relevance exponent of H-AP (HAPPIER Eq. 4).
-        chunk_size: queries per chunk in :meth:`compute`; ``None`` = from the free memory.
+        chunk_size: queries per chunk in :meth:`compute` (the tile side when the items rank each other with flat
+            labels, see :func:`ranklit.functional.retrieval_metrics`); ``None`` = from the free memory.
         compute_on_cpu: move the states to CPU after each update (torchmetrics option).
         **kwargs: other options of ``torchmetrics.Metric`` (``sync_on_compute``, ``process_group``, ...); torchmetrics
             rejects unknown names.
