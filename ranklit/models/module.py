@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 import lightning as L
 import torch
@@ -77,7 +77,8 @@ class RetrievalModule(L.LightningModule):
         net: the embedding network (e.g. :class:`ranklit.models.EmbeddingNet`); must output L2-normalised embeddings.
         loss: any ranklit loss, called as ``loss(embeddings, labels, *, ref_embeddings, ref_labels, ids, ref_ids)``.
         optimizer: optimizer factory called with the parameter groups ``backbone``, ``head`` and ``loss``.
-        lr_scheduler: optional scheduler factory (stepped once per epoch).
+        lr_scheduler: optional scheduler factory.
+        lr_scheduler_interval: step the scheduler after every ``"epoch"`` or after every optimiser ``"step"``.
         head_lr: learning rate of the head (pooling, LayerNorm, linear layer); ``None`` = the optimizer's.
         loss_lr: learning rate of the loss's own parameters (proxies); ``None`` = the optimizer's.
         recall_at: the ``k`` of the logged Recall@k.
@@ -98,6 +99,7 @@ class RetrievalModule(L.LightningModule):
         loss: nn.Module,
         optimizer: OptimizerCallable = torch.optim.Adam,
         lr_scheduler: LRSchedulerCallable | None = None,
+        lr_scheduler_interval: Literal["epoch", "step"] = "epoch",
         head_lr: float | None = None,
         loss_lr: float | None = None,
         recall_at: tuple[int, ...] = (1, 2, 4, 8),
@@ -112,6 +114,8 @@ class RetrievalModule(L.LightningModule):
         chunk = multistage_chunk_size
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
             raise ValueError(f"`multistage_chunk_size` must be a positive integer or None (plain backprop), got {chunk!r}.")
+        if lr_scheduler_interval not in ("epoch", "step"):
+            raise ValueError(f"`lr_scheduler_interval` must be 'epoch' or 'step', got {lr_scheduler_interval!r}.")
         if multistage_gradient_clip_val is not None and multistage_chunk_size is None:
             raise ValueError(
                 "`multistage_gradient_clip_val` only applies with `multistage_chunk_size`; without multistage backprop "
@@ -233,4 +237,5 @@ class RetrievalModule(L.LightningModule):
         optimizer = self.optimizer_factory(self._parameter_groups())
         if self.scheduler_factory is None:
             return optimizer
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer)}}
+        scheduler = {"scheduler": self.scheduler_factory(optimizer), "interval": self.hparams.lr_scheduler_interval}
+        return {"optimizer": optimizer, "lr_scheduler": scheduler}

@@ -145,9 +145,11 @@ def test_schedule_spans_the_training(config: Path) -> None:
     epochs, scheduler = raw["trainer"]["max_epochs"], raw["model"].get("lr_scheduler")
     if scheduler is None:
         return
+    if raw["model"].get("lr_scheduler_interval", "epoch") == "step":  # the schedule counts optimiser steps
+        epochs *= raw["data"]["batches_per_epoch"]
     name, args = scheduler["class_path"].rsplit(".", 1)[1], scheduler["init_args"]
     length = {"CosineAnnealingLR": "T_max", "WarmupCosineLR": "max_epochs", "LinearLR": "total_iters"}
     if name in length:
-        assert args[length[name]] == epochs, f"{name} must end with the training (trainer.max_epochs = {epochs})"
+        assert args[length[name]] == epochs, f"{name} must end with the training ({epochs} epochs or steps)"
     else:
         assert name == "MultiStepLR" and max(args["milestones"]) < epochs

@@ -81,11 +81,13 @@ def test_parameter_groups_get_head_and_loss_learning_rates() -> None:
     assert len(groups["backbone"]["params"]) == len(list(net.backbone.parameters()))
 
 
-def test_invalid_multistage_options_are_rejected() -> None:
+def test_invalid_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="multistage_chunk_size"):
         RetrievalModule(_net(), SmoothAPLoss(), multistage_chunk_size=0)
     with pytest.raises(ValueError, match="trainer.gradient_clip_val"):
         RetrievalModule(_net(), SmoothAPLoss(), multistage_gradient_clip_val=1.0)
+    with pytest.raises(ValueError, match="'epoch' or 'step', got 'batch'"):
+        RetrievalModule(_net(), SmoothAPLoss(), lr_scheduler_interval="batch")
 
 
 def _one_batch_loader(images: Tensor, labels: Tensor, steps: int = 1) -> DataLoader:
@@ -114,14 +116,15 @@ def test_multistage_step_equals_the_plain_step() -> None:
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-def test_multistage_steps_schedulers_like_automatic_mode_and_clips() -> None:
+@pytest.mark.parametrize(("interval", "final_lr"), [("epoch", 0.5**3), ("step", 0.5**6)])  # 3 epochs of 2 steps
+def test_multistage_steps_schedulers_like_automatic_mode_and_clips(interval: str, final_lr: float) -> None:
     images, labels = torch.randn(8, 3, 16, 16), torch.arange(8) // 4
     sgd, step_lr = partial(torch.optim.SGD, lr=1.0), partial(torch.optim.lr_scheduler.StepLR, step_size=1, gamma=0.5)
     lrs = []
     for chunk, clip in ((None, None), (4, 1e-6)):
         module = RetrievalModule(
-            _net(), SmoothAPLoss(), optimizer=sgd, lr_scheduler=step_lr, multistage_chunk_size=chunk,
-            multistage_gradient_clip_val=clip,
+            _net(), SmoothAPLoss(), optimizer=sgd, lr_scheduler=step_lr, lr_scheduler_interval=interval,
+            multistage_chunk_size=chunk, multistage_gradient_clip_val=clip,
         )
         before = [p.detach().clone() for p in module.net.parameters()]
         _fit(module, _one_batch_loader(images, labels, steps=2), max_epochs=3)
@@ -129,7 +132,7 @@ def test_multistage_steps_schedulers_like_automatic_mode_and_clips() -> None:
         if clip is not None:  # 6 steps of lr <= 1 with gradient norm <= 1e-6
             change = torch.cat([(p.detach() - b).flatten() for p, b in zip(module.net.parameters(), before)])
             assert 0 < change.norm() <= 6e-6
-    assert lrs == [0.125, 0.125]
+    assert lrs == [final_lr, final_lr]
 
 
 def test_memory_and_decomposability_gap_are_logged() -> None:
