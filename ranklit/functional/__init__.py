@@ -9,3 +9,4 @@ from ranklit.functional.metrics import retrieval_metrics
 from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.blackbox import blackbox_ap_loss
 from ranklit.functional.triplet import triplet_loss
+from ranklit.functional.whitening import learn_whitening
