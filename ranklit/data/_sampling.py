@@ -1,17 +1,23 @@
-"""Helpers of the batch samplers: process-group defaults, label checks, per-class draws, batch counts."""
+"""Helpers of the batch samplers: their epoch/rank machinery, process-group defaults, label checks, per-class draws,
+batch counts."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
+from torch.utils.data import Sampler
 
 __all__ = [
+    "EpochBatchSampler",
     "batches_per_rank",
+    "cycled_permutation",
     "class_members",
     "draw_from_class",
     "eligible_classes",
@@ -80,6 +86,11 @@ def draw_from_class(members: Tensor, k: int, generator: torch.Generator) -> list
     return members[picks].tolist()
 
 
+def cycled_permutation(n: int, generator: torch.Generator) -> Iterator[int]:
+    """A random permutation of ``range(n)``, repeated forever: classes are drawn evenly, in a per-epoch order."""
+    return itertools.cycle(torch.randperm(n, generator=generator).tolist())
+
+
 def batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what: str) -> int:
     """Batches each rank runs: the plan rounded down (``drop_last``) or up to a multiple of ``world_size``."""
     per_rank = math.floor(num_batches / world_size) if drop_last else math.ceil(num_batches / world_size)
@@ -89,3 +100,49 @@ def batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what:
             "use a smaller `p`, or `drop_last=False`."
         )
     return per_rank
+
+
+class _EpochForwarder:
+    """Exposed as ``batch_sampler.sampler``, where Lightning looks for ``set_epoch``; forwards the call."""
+
+    def __init__(self, owner: EpochBatchSampler) -> None:
+        self._owner = owner
+
+    def set_epoch(self, epoch: int) -> None:
+        self._owner.set_epoch(epoch)
+
+
+class EpochBatchSampler(Sampler[list[int]]):
+    """Shared machinery: epoch seeding, rank split, length, and the guard against Lightning's sampler injection."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> EpochBatchSampler:
+        # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when
+        # `use_distributed_sampler` is on; that would silently break the per-rank split, so refuse it loudly.
+        if args and isinstance(args[0], Sampler):
+            raise TypeError(
+                f"`{cls.__name__}` received a `{type(args[0]).__name__}` instead of labels: Lightning is trying to "
+                f"inject its distributed sampler, but `{cls.__name__}` already gives each DDP rank its own batches. "
+                "Set `trainer.use_distributed_sampler: false` in the config (`Trainer(use_distributed_sampler=False)`)."
+            )
+        return super().__new__(cls)
+
+    def _setup(self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool) -> None:
+        self.p, self.k = positive_int(p, "p"), positive_int(k, "k")
+        self.batch_size = self.p * self.k
+        self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
+        self.rank, self.world_size = process_group(rank, world_size)
+        self.sampler = _EpochForwarder(self)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch)."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        plan = self._plan(torch.Generator().manual_seed(self.seed + self.epoch))
+        return itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
+
+    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+        raise NotImplementedError

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
 from ranklit.data import datasets as dataset_zoo
+from ranklit.data.category_sampler import CategorySampler
 from ranklit.data.samplers import HierarchicalSampler, PKSampler
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 
@@ -43,8 +44,10 @@ class RetrievalDataModule(L.LightningDataModule):
 
     Training batches are ``batch_size = P × samples_per_class`` images drawn by :class:`ranklit.data.PKSampler`
     (``sampler: pk``) or, for FastAP's category-based "hard" batches, :class:`ranklit.data.HierarchicalSampler`
-    (``sampler: hierarchical``: two super-classes per batch, ``batches_per_super_pair`` batches per pair). Both are
-    rank-aware, so the trainer must run with ``use_distributed_sampler: false`` (the configs set it).
+    (``sampler: hierarchical``: two super-classes per batch, ``batches_per_super_pair`` batches per pair), or, for
+    FastAP's VehicleID batches, :class:`ranklit.data.CategorySampler` (``sampler: category``: half a batch from one
+    labelled category, half from classes without one). All are rank-aware, so the trainer must run with
+    ``use_distributed_sampler: false`` (the configs set it).
     Evaluation loaders are sequential and never drop a sample; under DDP each rank embeds its share of the set.
     With ``gallery_split`` set, evaluation is query/gallery: the ``val_split``/``test_split`` dataset holds the
     queries (dataloader 0) and the gallery split dataset the retrieval set (dataloader 1).
@@ -58,7 +61,7 @@ class RetrievalDataModule(L.LightningDataModule):
         gallery_split: split of the retrieval set for query/gallery evaluation (In-Shop: ``gallery``).
         batch_size: training batch size, a multiple of ``samples_per_class``.
         samples_per_class: ``K`` of the P×K batches.
-        sampler: ``pk`` or ``hierarchical``.
+        sampler: ``pk``, ``hierarchical`` or ``category``.
         batches_per_super_pair: batches per pair of super-classes per epoch (hierarchical sampler).
         small_classes: classes with fewer than ``K`` images are drawn with ``replace``-ment or ``skip``-ped.
         batches_per_epoch: P×K batches per epoch (``None``: one pass over the classes, each class once); more
@@ -83,7 +86,7 @@ class RetrievalDataModule(L.LightningDataModule):
         gallery_split: str | None = None,
         batch_size: int = 32,
         samples_per_class: int = 4,
-        sampler: Literal["pk", "hierarchical"] = "pk",
+        sampler: Literal["pk", "hierarchical", "category"] = "pk",
         batches_per_super_pair: int = 5,
         small_classes: Literal["replace", "skip"] = "replace",
         batches_per_epoch: int | None = None,
@@ -102,6 +105,11 @@ class RetrievalDataModule(L.LightningDataModule):
             raise ValueError(
                 f"`batch_size` ({batch_size}) must be a multiple of `samples_per_class` ({samples_per_class}): "
                 "batches hold P classes × K images."
+            )
+        if batches_per_epoch is not None and sampler != "pk":
+            raise ValueError(
+                f"`batches_per_epoch` sets the epoch length of the P×K sampler; the {sampler!r} sampler derives its own "
+                "(`batches_per_super_pair` for `hierarchical`, the categories' sizes for `category`). Remove it."
             )
         self.dataset_class = _dataset_class(dataset)
         self.save_hyperparameters()
@@ -141,7 +149,7 @@ class RetrievalDataModule(L.LightningDataModule):
             if hp.gallery_split is not None:
                 self._dataset(hp.gallery_split, train=False)
 
-    def _batch_sampler(self, labels: Any) -> PKSampler | HierarchicalSampler:
+    def _batch_sampler(self, labels: Any) -> PKSampler | HierarchicalSampler | CategorySampler:
         hp = self.hparams
         p = hp.batch_size // hp.samples_per_class
         if hp.sampler == "pk":
@@ -153,6 +161,8 @@ class RetrievalDataModule(L.LightningDataModule):
                 small_classes=hp.small_classes,
                 batches_per_epoch=hp.batches_per_epoch,
             )
+        if hp.sampler == "category":
+            return CategorySampler(labels, p, hp.samples_per_class, seed=hp.seed, small_classes=hp.small_classes)
         return HierarchicalSampler(
             labels,
             p,

@@ -15,21 +15,21 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor
-from torch.utils.data import Sampler
 
 from ranklit.data._sampling import (
+    EpochBatchSampler,
     batches_per_rank,
     class_members,
+    cycled_permutation,
     draw_from_class,
     eligible_classes,
     label_matrix,
     positive_int,
-    process_group,
 )
 
 __all__ = ["PKSampler", "HierarchicalSampler", "SmallClasses"]
@@ -37,53 +37,7 @@ __all__ = ["PKSampler", "HierarchicalSampler", "SmallClasses"]
 SmallClasses = Literal["replace", "skip"]
 
 
-class _EpochForwarder:
-    """Exposed as ``batch_sampler.sampler``, where Lightning looks for ``set_epoch``; forwards the call."""
-
-    def __init__(self, owner: _EpochBatchSampler) -> None:
-        self._owner = owner
-
-    def set_epoch(self, epoch: int) -> None:
-        self._owner.set_epoch(epoch)
-
-
-class _EpochBatchSampler(Sampler[list[int]]):
-    """Shared machinery: epoch seeding, rank split, length, and the guard against Lightning's sampler injection."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> _EpochBatchSampler:
-        # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when
-        # `use_distributed_sampler` is on; that would silently break the per-rank split, so refuse it loudly.
-        if args and isinstance(args[0], Sampler):
-            raise TypeError(
-                f"`{cls.__name__}` received a `{type(args[0]).__name__}` instead of labels: Lightning is trying to "
-                f"inject its distributed sampler, but `{cls.__name__}` already gives each DDP rank its own batches. "
-                "Set `trainer.use_distributed_sampler: false` in the config (`Trainer(use_distributed_sampler=False)`)."
-            )
-        return super().__new__(cls)
-
-    def _setup(self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool) -> None:
-        self.p, self.k = positive_int(p, "p"), positive_int(k, "k")
-        self.batch_size = self.p * self.k
-        self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
-        self.rank, self.world_size = process_group(rank, world_size)
-        self.sampler = _EpochForwarder(self)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch)."""
-        self.epoch = int(epoch)
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __iter__(self) -> Iterator[list[int]]:
-        plan = self._plan(torch.Generator().manual_seed(self.seed + self.epoch))
-        return itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
-
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
-        raise NotImplementedError
-
-
-class PKSampler(_EpochBatchSampler):
+class PKSampler(EpochBatchSampler):
     """Batches of ``p`` classes × ``k`` images, every class about once per epoch (SPEC.md §3).
 
     Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
@@ -161,7 +115,7 @@ class PKSampler(_EpochBatchSampler):
         return plan
 
 
-class HierarchicalSampler(_EpochBatchSampler):
+class HierarchicalSampler(EpochBatchSampler):
     """FastAP's "hard" batches: two super-classes per batch, half of the batch from each (SPEC.md §3).
 
     Each half holds ``p // 2`` fine classes × ``k`` images of one super-class, so a batch has ``p × k`` items and
@@ -239,7 +193,7 @@ class HierarchicalSampler(_EpochBatchSampler):
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         pairs = list(itertools.combinations(range(self.num_super_classes), 2)) * self.batches_per_super_pair
-        streams = [itertools.cycle(torch.randperm(len(fine), generator=generator).tolist()) for fine in self._supers]
+        streams = [cycled_permutation(len(fine), generator) for fine in self._supers]
         half, plan = self.p // 2, []
         for pair in torch.randperm(len(pairs), generator=generator).tolist():
             batch: list[int] = []

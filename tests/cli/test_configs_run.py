@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ranklit.cli import CONFIG_DIR, RanklitCLI
-from ranklit.data import HierarchicalSampler, PKSampler, RetrievalDataModule
+from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler, RetrievalDataModule
 from ranklit.models import RetrievalModule
 from tests.data import layouts
 
@@ -101,7 +101,8 @@ def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path
             assert callback["init_args"]["monitor"] in cli.trainer.callback_metrics
     _check_optimisation(cli, model)
     sampler = cli.trainer.train_dataloader.batch_sampler
-    assert isinstance(sampler, HierarchicalSampler if data.get("sampler") == "hierarchical" else PKSampler)
+    kinds = {"pk": PKSampler, "hierarchical": HierarchicalSampler, "category": CategorySampler}
+    assert isinstance(sampler, kinds[data.get("sampler", "pk")])
 
 
 def _check_optimisation(cli: RanklitCLI, model: dict[str, Any]) -> None:
