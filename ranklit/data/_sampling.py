@@ -19,6 +19,7 @@ __all__ = [
     "batches_per_rank",
     "cycled_permutation",
     "class_members",
+    "classes_with_super_class",
     "draw_from_class",
     "eligible_classes",
     "label_matrix",
@@ -62,6 +63,22 @@ def class_members(fine: Tensor) -> list[Tensor]:
     """For each distinct fine label (in sorted order), the dataset indices holding it (ascending)."""
     counts = torch.unique(fine, return_counts=True)[1]
     return list(torch.argsort(fine, stable=True).split(counts.tolist()))
+
+
+def classes_with_super_class(
+    labels: Tensor | Sequence[Sequence[int]], super_column: int
+) -> tuple[list[Tensor], list[int]]:
+    """The members of each fine class (as :func:`class_members`) and each fine class's super-class (column
+    ``super_column``), checking that the labels form a hierarchy."""
+    matrix = label_matrix(labels, 2)
+    if isinstance(super_column, bool) or not isinstance(super_column, int) or not 1 <= super_column < matrix.shape[1]:
+        bounds = f"a coarser column of the {matrix.shape[1]}-column labels (1..L-1)"
+        raise ValueError(f"`super_column` must index {bounds}, got {super_column!r}.")
+    members = class_members(matrix[:, 0])
+    if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
+        problem = f"some fine class (column 0) spans several super-classes (column {super_column})"
+        raise ValueError(f"`labels` are not a hierarchy: {problem}; each fine label needs one super-class.")
+    return members, [int(matrix[m[0], super_column]) for m in members]
 
 
 def eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:

@@ -12,11 +12,10 @@ from torch import Tensor
 from ranklit.data._sampling import (
     EpochBatchSampler,
     batches_per_rank,
-    class_members,
+    classes_with_super_class,
     cycled_permutation,
     draw_from_class,
     eligible_classes,
-    label_matrix,
 )
 from ranklit.data.samplers import SmallClasses
 
@@ -74,16 +73,7 @@ class CategorySampler(EpochBatchSampler):
         self._setup(p, k, seed, rank, world_size, drop_last)
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from a category, p // 2 without), got {p}.")
-        matrix = label_matrix(labels, 2)
-        if not 1 <= super_column < matrix.shape[1]:
-            raise ValueError(f"`super_column` must index a coarser column of the {matrix.shape[1]}-column labels.")
-        members = class_members(matrix[:, 0])
-        supers = torch.stack([matrix[m[0], super_column] for m in members]).tolist()
-        if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
-            raise ValueError(
-                f"`labels` are not a hierarchy: some fine class (column 0) spans several super-classes (column "
-                f"{super_column}); each fine label needs one super-class."
-            )
+        members, supers = classes_with_super_class(labels, super_column)
         size = {s: supers.count(s) for s in set(supers)}
         usable = eligible_classes(members, self.k, small_classes, "CategorySampler")
         half = self.p // 2

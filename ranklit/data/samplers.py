@@ -25,6 +25,7 @@ from ranklit.data._sampling import (
     EpochBatchSampler,
     batches_per_rank,
     class_members,
+    classes_with_super_class,
     cycled_permutation,
     draw_from_class,
     eligible_classes,
@@ -166,15 +167,7 @@ class HierarchicalSampler(EpochBatchSampler):
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
         self.batches_per_super_pair = positive_int(batches_per_super_pair, "batches_per_super_pair")
-        matrix = label_matrix(labels, 2)
-        if not -matrix.shape[1] < super_column < matrix.shape[1] or super_column % matrix.shape[1] == 0:
-            bounds = f"a coarser column of the {matrix.shape[1]}-column labels (1..L-1)"
-            raise ValueError(f"`super_column` must index {bounds}, got {super_column}.")
-        members = class_members(matrix[:, 0])
-        if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
-            problem = f"some fine class (column 0) spans several super-classes (column {super_column})"
-            raise ValueError(f"`labels` are not a hierarchy: {problem}; each fine label needs one super-class.")
-        supers_of_class = [int(matrix[m[0], super_column]) for m in members]
+        members, supers_of_class = classes_with_super_class(labels, super_column)
         by_super: dict[int, list[Tensor]] = {}
         for c in eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
             by_super.setdefault(supers_of_class[c], []).append(members[c])
