@@ -9,11 +9,12 @@
 * flat labels otherwise: a chunk of queries is scored against the whole retrieval set with one matrix product, the
   excluded items (the query itself, junk) are removed, and the positives are ranked the same way without sorting the
   row (:func:`ranklit.functional.positive_ranks.positive_ranks`);
-* hierarchical labels: the same chunks, then one sort of each row -> H-AP, ASI, NDCG and the binary metrics of every
-  label column (:mod:`ranklit.functional.hierarchical_metrics`).
+* hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
+  ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
+  (:mod:`ranklit.functional.hierarchical_metrics`).
 
-Peak memory is ``O(chunk_size * N)`` (times ``L`` for hierarchical labels; ``O(tile^2)`` on the first path), never
-``O(N^2)``; everything runs on the embeddings' device.
+Peak memory is ``O(chunk_size * N)`` (plus ``O(chunk_size * R * L)`` for ``R`` relevant items with hierarchical
+labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on the embeddings' device.
 """
 
 from __future__ import annotations
@@ -153,8 +154,8 @@ def retrieval_metrics(
             positive.
 
     Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
-    ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives per query, ``O(Q N log R)`` above, without sorting
-    rows; hierarchical metrics one sort per row. Memory ``O(chunk_size * N * L)``.
+    ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives (hierarchical: relevant items) per query,
+    ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)``.
 
     Example:
         >>> e = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), dim=1)
@@ -176,15 +177,16 @@ def retrieval_metrics(
     # positives (flat) or relevant items (hierarchical): same label in the coarsest column
     label_keys = SortedKeys(x.ref_labels[:, -1])
     class_sizes = label_keys.count(x.query_labels[:, -1])
+    largest_class = int(class_sizes.max())
     totals: dict[str, Tensor] = {}
     if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
-        if int(class_sizes.max()) <= tile:  # else a tile would have to hold a whole class: rank row by row
+        if largest_class <= tile:  # else a tile would have to hold a whole class: rank row by row
             for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile):
                 _accumulate(totals, binary_query_metrics(*ranks, recall_at))
             return _finalise(totals, num_queries, num_levels, recall_at)
     chunk = chunk_size or metrics_chunk_size(
-        num_queries, num_refs, num_levels, x.queries.device, max_relevant=int(class_sizes.max())
+        num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
     )
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.

@@ -64,7 +64,7 @@ class SortedKeys:
         return index, valid
 
 
-def sort_positive_scores(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def sort_positive_scores(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The scores of each query's positives in decreasing order, and their ranks among the positives.
 
     Args:
