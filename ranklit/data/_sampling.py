@@ -18,6 +18,8 @@ __all__ = [
     "EpochBatchSampler",
     "batches_per_rank",
     "cycled_permutation",
+    "draw_classes",
+    "group_by_super_class",
     "class_members",
     "classes_with_super_class",
     "draw_from_class",
@@ -101,6 +103,27 @@ def draw_from_class(members: Tensor, k: int, generator: torch.Generator) -> list
     if n < k:
         picks = torch.cat([picks, torch.randint(n, (k - n,), generator=generator)])
     return members[picks].tolist()
+
+
+def group_by_super_class(
+    members: list[Tensor], supers: list[int], classes: list[int], half: int, owner: str, noun: str
+) -> list[list[Tensor]]:
+    """The fine classes ``classes`` (positions in ``members``) grouped by super-class, in super-class order; a group
+    with fewer than ``half`` fine classes cannot fill half a batch and is skipped, with a warning naming ``noun``."""
+    groups: dict[int, list[Tensor]] = {}
+    for c in classes:
+        groups.setdefault(supers[c], []).append(members[c])
+    if too_small := sorted(s for s, fine in groups.items() if len(fine) < half):
+        message = f"{len(too_small)} {noun} have fewer than p // 2 = {half} usable fine classes"
+        warnings.warn(f"{owner}: {message} and are skipped: {too_small[:10]}.", stacklevel=3)
+    return [fine for _, fine in sorted(groups.items()) if len(fine) >= half]
+
+
+def draw_classes(
+    classes: list[Tensor], stream: Iterator[int], count: int, k: int, generator: torch.Generator
+) -> list[int]:
+    """``k`` images (:func:`draw_from_class`) of each of the next ``count`` classes of ``stream``."""
+    return [i for c in itertools.islice(stream, count) for i in draw_from_class(classes[c], k, generator)]
 
 
 def cycled_permutation(n: int, generator: torch.Generator) -> Iterator[int]:

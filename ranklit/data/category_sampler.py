@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import warnings
 from collections.abc import Sequence
 
 import torch
@@ -14,8 +12,9 @@ from ranklit.data._sampling import (
     batches_per_rank,
     classes_with_super_class,
     cycled_permutation,
-    draw_from_class,
+    draw_classes,
     eligible_classes,
+    group_by_super_class,
 )
 from ranklit.data.samplers import SmallClasses
 
@@ -78,14 +77,8 @@ class CategorySampler(EpochBatchSampler):
         usable = eligible_classes(members, self.k, small_classes, "CategorySampler")
         half = self.p // 2
         self._without = [members[c] for c in usable if size[supers[c]] == 1]
-        by_category: dict[int, list[Tensor]] = {}
-        for c in usable:
-            if size[supers[c]] > 1:
-                by_category.setdefault(supers[c], []).append(members[c])
-        if too_small := sorted(s for s, fine in by_category.items() if len(fine) < half):
-            message = f"{len(too_small)} categories have fewer than p // 2 = {half} usable fine classes"
-            warnings.warn(f"CategorySampler: {message} and are skipped: {too_small[:10]}.", stacklevel=2)
-        self._categories = [fine for s, fine in sorted(by_category.items()) if len(fine) >= half]
+        labelled = [c for c in usable if size[supers[c]] > 1]
+        self._categories = group_by_super_class(members, supers, labelled, half, "CategorySampler", "categories")
         if not self._categories or len(self._without) < half:
             raise ValueError(
                 f"CategorySampler needs a category with {half} usable fine classes (found "
@@ -107,12 +100,6 @@ class CategorySampler(EpochBatchSampler):
         half, plan = self.p // 2, []
         for slot in torch.randperm(len(slots), generator=generator).tolist():
             category = slots[slot]
-            batch = [
-                i for c in itertools.islice(streams[category], half)
-                for i in draw_from_class(self._categories[category][c], self.k, generator)
-            ]  # fmt: skip
-            batch += [
-                i for c in itertools.islice(without, half) for i in draw_from_class(self._without[c], self.k, generator)
-            ]  # fmt: skip
-            plan.append(batch)
+            batch = draw_classes(self._categories[category], streams[category], half, self.k, generator)
+            plan.append(batch + draw_classes(self._without, without, half, self.k, generator))
         return plan

@@ -108,8 +108,8 @@ class RetrievalDataModule(L.LightningDataModule):
             )
         if batches_per_epoch is not None and sampler != "pk":
             raise ValueError(
-                f"`batches_per_epoch` sets the epoch length of the P×K sampler; the {sampler!r} sampler derives its own "
-                "(`batches_per_super_pair` for `hierarchical`, the categories' sizes for `category`). Remove it."
+                f"`batches_per_epoch` sets the epoch length of the P×K sampler; the {sampler!r} sampler derives its "
+                "own (`batches_per_super_pair` for `hierarchical`, the categories' sizes for `category`). Remove it."
             )
         self.dataset_class = _dataset_class(dataset)
         self.save_hyperparameters()

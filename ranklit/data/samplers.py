@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -27,8 +26,10 @@ from ranklit.data._sampling import (
     class_members,
     classes_with_super_class,
     cycled_permutation,
+    draw_classes,
     draw_from_class,
     eligible_classes,
+    group_by_super_class,
     label_matrix,
     positive_int,
 )
@@ -168,14 +169,10 @@ class HierarchicalSampler(EpochBatchSampler):
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
         self.batches_per_super_pair = positive_int(batches_per_super_pair, "batches_per_super_pair")
         members, supers_of_class = classes_with_super_class(labels, super_column)
-        by_super: dict[int, list[Tensor]] = {}
-        for c in eligible_classes(members, self.k, small_classes, "HierarchicalSampler"):
-            by_super.setdefault(supers_of_class[c], []).append(members[c])
+        usable = eligible_classes(members, self.k, small_classes, "HierarchicalSampler")
         half = self.p // 2
-        if too_small := sorted(s for s, fine in by_super.items() if len(fine) < half):
-            message = f"{len(too_small)} super-classes have fewer than p // 2 = {half} usable fine classes"
-            warnings.warn(f"HierarchicalSampler: {message} and are skipped: {too_small[:10]}.", stacklevel=2)
-        self._supers = [fine for s, fine in sorted(by_super.items()) if len(fine) >= half]
+        owner = "HierarchicalSampler"
+        self._supers = group_by_super_class(members, supers_of_class, usable, half, owner, "super-classes")
         if len(self._supers) < 2:
             found = f"{half} usable fine classes, found {len(self._supers)}; lower `p` or use `PKSampler`"
             raise ValueError(f"HierarchicalSampler needs at least 2 super-classes with {found}.")
@@ -189,9 +186,6 @@ class HierarchicalSampler(EpochBatchSampler):
         streams = [cycled_permutation(len(fine), generator) for fine in self._supers]
         half, plan = self.p // 2, []
         for pair in torch.randperm(len(pairs), generator=generator).tolist():
-            batch: list[int] = []
-            for s in pairs[pair]:
-                for c in itertools.islice(streams[s], half):
-                    batch += draw_from_class(self._supers[s][c], self.k, generator)
-            plan.append(batch)
+            halves = [draw_classes(self._supers[s], streams[s], half, self.k, generator) for s in pairs[pair]]
+            plan.append(halves[0] + halves[1])
         return plan
