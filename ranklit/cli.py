@@ -1,21 +1,29 @@
 """The ``ranklit`` command line: a LightningCLI over :class:`RetrievalModule` and :class:`RetrievalDataModule`.
 
-``ranklit fit --config configs/roadmap_inat.yaml --data.root /data/inat`` trains; ``validate``, ``test`` and
-``predict`` evaluate or embed; ``--print_config`` prints the full resolved configuration. A bare config name
-(``--config quickstart.yaml``) that does not exist relative to the working directory is looked up in the
-repository's ``configs/`` folder, so the quick start works from any directory. Unknown keys are rejected.
+``ranklit fit --config roadmap_inat.yaml --data.root /data/inat`` trains; ``validate``, ``test`` and ``predict``
+evaluate or embed; ``--print_config`` prints the full resolved configuration; ``ranklit configs`` lists the shipped
+configs. A bare config name (``--config quickstart.yaml``) that is not a file relative to the working directory is
+taken from the shipped configs (the repository's ``configs/``, packaged in the wheel as ``ranklit/configs``), so the
+commands work from any directory after ``pip install ranklit``. Unknown keys are rejected at parse time, inside the
+``init_args`` of datasets, samplers, networks and losses too.
 
 Before ``fit`` the untrained (or pretrained) model is validated once and its metrics are logged at step 0, the
-baseline every curve starts from; ``--baseline_validation false`` switches it off. ``ranklit predict`` writes the
-embeddings, labels and dataset indices of the test split to ``--predictions_path`` (default ``predictions.pt``).
+baseline every curve starts from; ``--baseline_validation false`` switches it off. ``data.root`` is copied into the
+``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
+``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
+``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to ``--predictions_path``.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from typing_extensions import override
 
 from ranklit.data.datamodule import RetrievalDataModule
@@ -23,9 +31,58 @@ from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
 
-__all__ = ["RanklitCLI", "main", "resolve_config_paths"]
+__all__ = ["RanklitCLI", "config_dir", "list_configs", "main", "resolve_config_paths", "run_directory"]
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+_DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
+_MOVED = {
+    "optimizer": "--model.optimizer",
+    "lr_scheduler": "--model.lr_scheduler",
+}
+
+
+def config_dir() -> Path:
+    """The shipped configs: ``ranklit/configs`` inside an installed wheel, else the source checkout's ``configs/``."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "configs"
+    return packaged if packaged.is_dir() else package.parent / "configs"
+
+
+def list_configs() -> list[tuple[str, str]]:
+    """``(name, description)`` of every shipped config; the description is the config's first comment line.
+
+    >>> dict(list_configs())["quickstart.yaml"].startswith("Quick start")
+    True
+    """
+    rows = []
+    for path in sorted(config_dir().glob("*.yaml")):
+        first = path.read_text().splitlines()[0] if path.stat().st_size else ""
+        rows.append((path.name, first.lstrip("# ").strip()))
+    return rows
+
+
+def run_directory(trainer: Trainer) -> Path:
+    """The directory of a run: ``<save_dir>/<name>/<version>`` of the first logger (as Lightning's
+    ``ModelCheckpoint`` resolves it for ``checkpoints/``), or ``default_root_dir`` without a logger."""
+    if not trainer.loggers:
+        return Path(trainer.default_root_dir)
+    logger = trainer.loggers[0]
+    version = logger.version if isinstance(logger.version, str) else f"version_{logger.version}"
+    return Path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version
+
+
+class RunConfigSaver(SaveConfigCallback):
+    """Writes the resolved config as ``config.yaml`` into the run's own directory (:func:`run_directory`), so runs
+    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config."""
+
+    @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self.already_saved:
+            return
+        folder = Path(trainer.strategy.broadcast(str(run_directory(trainer))))
+        if trainer.is_global_zero:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.parser.save(self.config, folder / self.config_filename, skip_none=False, overwrite=True)
+        self.already_saved = trainer.strategy.broadcast(True)
 
 
 class RanklitCLI(LightningCLI):
@@ -33,10 +90,8 @@ class RanklitCLI(LightningCLI):
 
     @override
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
-        # Proxy-based losses (ClusterLoss, HAPPIERLoss, CSLLoss, NormSoftmax, ProxyNCA++) get the number of fine
-        # training classes from the data and the embedding dimension from the network: never typed twice.
-        parser.link_arguments("data.num_classes", "model.loss.init_args.num_classes", apply_on="instantiate")
-        parser.link_arguments("model.net.init_args.embedding_dim", "model.loss.init_args.embedding_dim")
+        for name in _DATASETS:
+            parser.link_arguments("data.root", f"data.{name}.init_args.root", apply_on="parse")
         # Always on; logs a grid of validation queries and their top-k only when the logger is wandb.
         parser.add_lightning_class_args(RankingGridLogger, "ranking_grid")
         parser.add_argument(
@@ -51,10 +106,22 @@ class RanklitCLI(LightningCLI):
             default="predictions.pt",
             help="File where `ranklit predict` writes embeddings, labels and dataset indices.",
         )
+        for name, key in _MOVED.items():
+            parser.add_argument(f"--{name}", type=Any, default=None, help=f"Not used by ranklit: set {key}.")
+
+    @override
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand]
+        for name, key in _MOVED.items():
+            if config.get(name) is not None:
+                self.parser.error(
+                    f"`--{name}` would replace ranklit's optimiser set-up and drop its parameter groups (backbone, "
+                    f"head with `model.head_lr`, loss proxies with `model.loss_lr`): set `{key}` instead."
+                )
 
     @override
     def before_fit(self) -> None:
-        if self.config[self.subcommand].get("baseline_validation", True) and self.datamodule.hparams.val_split:
+        if self.config[self.subcommand].get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
     @override
@@ -64,7 +131,8 @@ class RanklitCLI(LightningCLI):
 
 
 def resolve_config_paths(args: list[str]) -> list[str]:
-    """Replace ``--config NAME`` by ``configs/NAME`` when ``NAME`` is not a file relative to the working directory.
+    """Replace ``--config NAME`` by the shipped config ``NAME`` when ``NAME`` is not a file relative to the
+    working directory.
 
     >>> resolve_config_paths(["fit", "--config", "quickstart.yaml"])[-1].endswith("configs/quickstart.yaml")
     True
@@ -81,20 +149,45 @@ def resolve_config_paths(args: list[str]) -> list[str]:
 def _resolve(name: str) -> str:
     if Path(name).exists():
         return name
-    for candidate in (CONFIG_DIR / name, CONFIG_DIR / Path(name).name):
+    for candidate in (config_dir() / name, config_dir() / Path(name).name):
         if candidate.exists():
             return str(candidate)
     return name
 
 
+@contextmanager
+def _command_line(args: list[str]) -> Iterator[None]:
+    """Run with ``sys.argv`` set to ``args``: LightningCLI then parses them as its own command line."""
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else "ranklit", *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _print_configs() -> None:
+    rows = list_configs()
+    width = max(len(name) for name, _ in rows)
+    print(f"Configs shipped with ranklit ({config_dir()}); run one with `ranklit fit --config NAME`:\n")
+    for name, description in rows:
+        print(f"  {name:<{width}}  {description}")
+
+
 def main(args: list[str] | None = None) -> None:
-    """Entry point of the ``ranklit`` console script."""
-    RanklitCLI(
-        RetrievalModule,
-        RetrievalDataModule,
-        args=resolve_config_paths(sys.argv[1:] if args is None else args),
-        save_config_kwargs={"overwrite": True},
-    )
+    """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
+    args = sys.argv[1:] if args is None else list(args)
+    if args[:1] == ["configs"]:
+        _print_configs()
+        return
+    with _command_line(resolve_config_paths(args)):
+        RanklitCLI(
+            RetrievalModule,
+            RetrievalDataModule,
+            save_config_callback=RunConfigSaver,
+            auto_configure_optimizers=False,
+            parser_kwargs={"description": "Train and evaluate retrieval models. `ranklit configs` lists the configs."},
+        )
 
 
 if __name__ == "__main__":

@@ -1,29 +1,29 @@
-"""``RetrievalDataModule``: any ranklit dataset, P×K or hierarchical training batches, sequential evaluation loaders."""
+"""``RetrievalDataModule``: datasets and a batch sampler given as objects, training and evaluation loaders.
+
+The parts are injected (Lightning's ``class_path``/``init_args`` way): the training, validation, test and gallery
+datasets are dataset objects, and the batch sampler is a *factory* called with the training labels
+(``batch_sampler(labels) -> Sampler[list[int]]``; from the CLI, ``class_path: ranklit.data.PKSampler`` with its
+``init_args`` minus ``labels``). A new dataset or sampler is one class; the datamodule never names them.
+"""
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch.distributed as dist
+from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
-from ranklit.data import datasets as dataset_zoo
-from ranklit.data.category_sampler import CategorySampler
-from ranklit.data.samplers import HierarchicalSampler, PKSampler
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 
-__all__ = ["RetrievalDataModule"]
+__all__ = ["BatchSamplerFactory", "RetrievalDataModule"]
 
-
-def _dataset_class(name: str) -> type[Dataset]:
-    available = sorted(n for n in getattr(dataset_zoo, "__all__", []) if n[0].isupper())
-    cls = getattr(dataset_zoo, name, None)
-    if not (inspect.isclass(cls) and issubclass(cls, Dataset)):
-        raise ValueError(f"Unknown dataset {name!r}. Available datasets: {', '.join(available)}.")
-    return cls
+BatchSamplerFactory = Callable[[Tensor], Sampler]
+"""Builds the training batch sampler from the training labels, e.g. ``functools.partial(PKSampler, p=8, k=4)``."""
 
 
 def _evaluation_shard(dataset: Dataset) -> Sampler | None:
@@ -39,57 +39,64 @@ def _evaluation_shard(dataset: Dataset) -> Sampler | None:
     return DistributedSampler(dataset, num_replicas=dist.get_world_size(), rank=dist.get_rank(), shuffle=False)
 
 
-class RetrievalDataModule(L.LightningDataModule):
-    """Training, validation and test loaders for image retrieval.
+def _labels(dataset: Dataset) -> Tensor:
+    labels = getattr(dataset, "labels", None)
+    if not isinstance(labels, Tensor):
+        raise TypeError(
+            f"`data.train_dataset` ({type(dataset).__name__}) has no `labels` tensor: ranklit datasets expose "
+            "`labels` [N] or [N, L] (column 0 finest), which the batch sampler and the proxy losses read."
+        )
+    return labels
 
-    Training batches are ``batch_size = P × samples_per_class`` images drawn by :class:`ranklit.data.PKSampler`
-    (``sampler: pk``) or, for FastAP's category-based "hard" batches, :class:`ranklit.data.HierarchicalSampler`
-    (``sampler: hierarchical``: two super-classes per batch, ``batches_per_super_pair`` batches per pair), or, for
-    FastAP's VehicleID batches, :class:`ranklit.data.CategorySampler` (``sampler: category``: half a batch from one
-    labelled category, half from classes without one). All are rank-aware, so the trainer must run with
+
+class RetrievalDataModule(L.LightningDataModule):
+    """Training, validation and test loaders for image retrieval, from dataset objects and a batch-sampler factory.
+
+    **Training** batches come from ``batch_sampler(train_dataset.labels)``: :class:`ranklit.data.PKSampler` (P
+    classes × K images), :class:`ranklit.data.HierarchicalSampler` (FastAP's "hard" batches) or
+    :class:`ranklit.data.CategorySampler`. These are rank-aware, so the trainer runs with
     ``use_distributed_sampler: false`` (the configs set it).
-    Evaluation loaders are sequential and never drop a sample; under DDP each rank embeds its share of the set.
-    With ``gallery_split`` set, evaluation is query/gallery: the ``val_split``/``test_split`` dataset holds the
-    queries (dataloader 0) and the gallery split dataset the retrieval set (dataloader 1).
+    **Evaluation** loaders are sequential and never drop a sample; under DDP each rank embeds its share of the set.
+    With a ``gallery_dataset``, evaluation is query/gallery: the validation/test dataset holds the queries
+    (dataloader 0) and the gallery the retrieval set (dataloader 1); ``predict`` embeds the test set and the gallery.
+    **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
+    resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform keeps it.
+    **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
+    points a config at the data (``--data.root DIR``); from Python, give each dataset its root.
 
     Args:
-        dataset: name of a class of :mod:`ranklit.data.datasets` (``SyntheticHierarchy``, ``CUB200``,
-            ``StanfordOnlineProducts``, ``INaturalist2018``, ``InShop``, ``VehicleID``, ``DyML``, ``CSVDataset``, ...).
-        root: the dataset's directory (its official layout; see the dataset class).
-        dataset_options: further keyword arguments of the dataset class (e.g. ``{"levels": "full"}``).
-        train_split, val_split, test_split: split names passed to the dataset; ``val_split: null`` disables validation.
-        gallery_split: split of the retrieval set for query/gallery evaluation (In-Shop: ``gallery``).
-        batch_size: training batch size, a multiple of ``samples_per_class``.
-        samples_per_class: ``K`` of the P×K batches.
-        sampler: ``pk``, ``hierarchical`` or ``category``.
-        batches_per_super_pair: batches per pair of super-classes per epoch (hierarchical sampler).
-        small_classes: classes with fewer than ``K`` images are drawn with ``replace``-ment or ``skip``-ped.
-        batches_per_epoch: P×K batches per epoch (``None``: one pass over the classes, each class once); more
-            batches make further passes, each with a fresh permutation.
+        train_dataset: the training set (a ranklit dataset: items ``{"image", "label", "index"}`` and ``labels``).
+        val_dataset: validated during ``fit`` and by ``validate``; ``None`` = no validation.
+        test_dataset: evaluated by ``test`` and embedded by ``predict``; ``None``: the validation set.
+        gallery_dataset: retrieval set of query/gallery evaluation (In-Shop, DyML, Revisited Oxford/Paris).
+        batch_sampler: builds the training batch sampler from the training labels.
+        root: the data folder (used by the CLI; see above).
         eval_batch_size: batch size of the evaluation loaders.
         image_size: training crop (RandomResizedCrop) side.
         crop_scale: area range of the training crop, as a fraction of the image.
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes.
-        seed: seed of the samplers (``seed + epoch`` each epoch).
+
+    Example:
+        >>> from functools import partial
+        >>> from ranklit.data import PKSampler, SyntheticHierarchy
+        >>> small = dict(num_coarse=2, fine_per_parent=4, images_per_class=4, image_size=16)
+        >>> dm = RetrievalDataModule(
+        ...     SyntheticHierarchy(split="train", **small), SyntheticHierarchy(split="test", **small),
+        ...     batch_sampler=partial(PKSampler, p=2, k=2), image_size=16, resize_size=16, crop_size=16)
+        >>> dm.num_classes, next(iter(dm.train_dataloader()))["image"].shape
+        (4, torch.Size([4, 3, 16, 16]))
     """
 
     def __init__(
         self,
-        dataset: str = "SyntheticHierarchy",
+        train_dataset: Dataset | None = None,
+        val_dataset: Dataset | None = None,
+        test_dataset: Dataset | None = None,
+        gallery_dataset: Dataset | None = None,
+        batch_sampler: BatchSamplerFactory | None = None,
         root: str | None = None,
-        dataset_options: dict[str, Any] | None = None,
-        train_split: str = "train",
-        val_split: str | None = "test",
-        test_split: str = "test",
-        gallery_split: str | None = None,
-        batch_size: int = 32,
-        samples_per_class: int = 4,
-        sampler: Literal["pk", "hierarchical", "category"] = "pk",
-        batches_per_super_pair: int = 5,
-        small_classes: Literal["replace", "skip"] = "replace",
-        batches_per_epoch: int | None = None,
         eval_batch_size: int = 128,
         image_size: int = 224,
         crop_scale: tuple[float, float] = (0.16, 1.0),
@@ -98,117 +105,77 @@ class RetrievalDataModule(L.LightningDataModule):
         mean: tuple[float, float, float] = IMAGENET_MEAN,
         std: tuple[float, float, float] = IMAGENET_STD,
         num_workers: int = 0,
-        seed: int = 0,
     ) -> None:
         super().__init__()
-        if batch_size % samples_per_class:
-            raise ValueError(
-                f"`batch_size` ({batch_size}) must be a multiple of `samples_per_class` ({samples_per_class}): "
-                "batches hold P classes × K images."
-            )
-        if batches_per_epoch is not None and sampler != "pk":
-            raise ValueError(
-                f"`batches_per_epoch` sets the epoch length of the P×K sampler; the {sampler!r} sampler derives its "
-                "own (`batches_per_super_pair` for `hierarchical`, the categories' sizes for `category`). Remove it."
-            )
-        self.dataset_class = _dataset_class(dataset)
-        self.save_hyperparameters()
-        self._datasets: dict[str, Dataset] = {}
+        self.train_dataset, self.val_dataset = train_dataset, val_dataset
+        self.test_dataset, self.gallery_dataset = test_dataset, gallery_dataset
+        self.batch_sampler = batch_sampler
+        self.root = None if root is None else Path(root)
+        self.eval_batch_size, self.num_workers = eval_batch_size, num_workers
+        self.mean, self.std = tuple(mean), tuple(std)
+        train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
+        evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
+        for dataset, transform in ((train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation),
+                                   (gallery_dataset, evaluation)):  # fmt: skip
+            if dataset is not None and getattr(dataset, "transform", None) is None:
+                dataset.transform = transform  # type: ignore[attr-defined]
 
-    def _dataset(self, split: str, train: bool) -> Dataset:
-        key = f"{split}/{'train' if train else 'eval'}"
-        if key not in self._datasets:
-            hp = self.hparams
-            if train:
-                transform = train_transform(hp.image_size, scale=hp.crop_scale, mean=hp.mean, std=hp.std)
-            else:
-                transform = test_transform(hp.resize_size, hp.crop_size, mean=hp.mean, std=hp.std)
-            options = dict(hp.dataset_options or {})
-            try:
-                self._datasets[key] = self.dataset_class(hp.root, split=split, transform=transform, **options)
-            except TypeError as error:
-                raise TypeError(f"Invalid `data.dataset_options` for {hp.dataset}: {error}") from error
-        return self._datasets[key]
+    def _require(self, name: str, purpose: str) -> Dataset:
+        dataset = getattr(self, name)
+        if dataset is None:
+            raise ValueError(f"{purpose} needs `data.{name}`: give it in the config (class_path and init_args).")
+        return dataset
 
     @property
     def num_classes(self) -> int:
         """Number of fine training classes (the number of proxies of proxy-based losses)."""
-        labels = self._dataset(self.hparams.train_split, train=True).labels
+        labels = _labels(self._require("train_dataset", "Counting the training classes"))
         return int((labels if labels.ndim == 1 else labels[:, 0]).max()) + 1
 
     @override
-    def setup(self, stage: str) -> None:
-        hp = self.hparams
-        if stage == "fit":
-            self._dataset(hp.train_split, train=True)
-        if stage in ("fit", "validate") and hp.val_split is not None:
-            self._dataset(hp.val_split, train=False)
-        if stage == "test":
-            self._dataset(hp.test_split, train=False)
-        if stage in ("validate", "test", "predict") or (stage == "fit" and hp.val_split is not None):
-            if hp.gallery_split is not None:
-                self._dataset(hp.gallery_split, train=False)
-
-    def _batch_sampler(self, labels: Any) -> PKSampler | HierarchicalSampler | CategorySampler:
-        hp = self.hparams
-        p = hp.batch_size // hp.samples_per_class
-        if hp.sampler == "pk":
-            return PKSampler(
-                labels,
-                p,
-                hp.samples_per_class,
-                seed=hp.seed,
-                small_classes=hp.small_classes,
-                batches_per_epoch=hp.batches_per_epoch,
-            )
-        if hp.sampler == "category":
-            return CategorySampler(labels, p, hp.samples_per_class, seed=hp.seed, small_classes=hp.small_classes)
-        return HierarchicalSampler(
-            labels,
-            p,
-            hp.samples_per_class,
-            batches_per_super_pair=hp.batches_per_super_pair,
-            seed=hp.seed,
-            small_classes=hp.small_classes,
-        )
-
-    @override
     def train_dataloader(self) -> DataLoader:
-        data = self._dataset(self.hparams.train_split, train=True)
+        data = self._require("train_dataset", "Training")
+        if self.batch_sampler is None:
+            raise ValueError(
+                "Training needs `data.batch_sampler`, e.g. `class_path: ranklit.data.PKSampler` with `init_args: "
+                "{p: 8, k: 4}` (8 classes x 4 images per batch)."
+            )
         return DataLoader(
             data,
-            batch_sampler=self._batch_sampler(data.labels),
-            num_workers=self.hparams.num_workers,
-            persistent_workers=self.hparams.num_workers > 0,
+            batch_sampler=self.batch_sampler(_labels(data)),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
         )
 
-    def _eval_loaders(self, split: str) -> DataLoader | list[DataLoader]:
-        loaders = [self._eval_loader(split)]
-        if self.hparams.gallery_split is not None:
-            loaders.append(self._eval_loader(self.hparams.gallery_split))
+    def _eval_loaders(self, name: str, purpose: str) -> DataLoader | list[DataLoader]:
+        if name == "test_dataset" and self.test_dataset is None and self.val_dataset is not None:
+            name = "val_dataset"
+        loaders = [self._eval_loader(self._require(name, purpose))]
+        if self.gallery_dataset is not None:
+            loaders.append(self._eval_loader(self.gallery_dataset))
         return loaders[0] if len(loaders) == 1 else loaders
 
-    def _eval_loader(self, split: str) -> DataLoader:
-        dataset = self._dataset(split, train=False)
+    def _eval_loader(self, dataset: Dataset) -> DataLoader:
         return DataLoader(
             dataset,
-            batch_size=self.hparams.eval_batch_size,
+            batch_size=self.eval_batch_size,
             sampler=_evaluation_shard(dataset),
             shuffle=False,
             drop_last=False,
-            num_workers=self.hparams.num_workers,
+            num_workers=self.num_workers,
         )
 
     @override
     def val_dataloader(self) -> DataLoader | list[DataLoader]:
-        if self.hparams.val_split is None:
+        if self.val_dataset is None:
             return []
-        return self._eval_loaders(self.hparams.val_split)
+        return self._eval_loaders("val_dataset", "Validation")
 
     @override
     def test_dataloader(self) -> DataLoader | list[DataLoader]:
-        return self._eval_loaders(self.hparams.test_split)
+        return self._eval_loaders("test_dataset", "Testing")
 
     @override
     def predict_dataloader(self) -> DataLoader | list[DataLoader]:
-        return self._eval_loaders(self.hparams.test_split)
+        return self._eval_loaders("test_dataset", "Prediction")
+

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -63,8 +64,10 @@ class PKSampler(EpochBatchSampler):
         batches_per_epoch: batches per epoch over all ranks (e.g. ``len(dataset) // (p * k)`` for epochs of the
             dataset's size, as the papers' samplers); default: one pass over the classes, ``ceil(C / p)``.
 
+    With fewer eligible classes than ``p`` (a small dataset), every batch takes all of them and a warning says so.
+
     Raises:
-        ValueError: fewer than ``p`` eligible classes, or non-positive ``p``/``k``.
+        ValueError: no eligible class, or non-positive ``p``/``k``.
 
     Time and memory: O(N) to build, O(N + C) per epoch (one ``randperm`` per drawn class).
 
@@ -93,9 +96,16 @@ class PKSampler(EpochBatchSampler):
         self._setup(p, k, seed, rank, world_size, drop_last)
         members = class_members(label_matrix(labels, 1)[:, 0])
         eligible = eligible_classes(members, self.k, small_classes, "PKSampler")
+        if not eligible:
+            raise ValueError(f"PKSampler: no class has k={self.k} images; lower `k` or use `small_classes='replace'`.")
         if len(eligible) < self.p:
-            found = f"found {len(eligible)}; lower `p` or use `small_classes='replace'`"
-            raise ValueError(f"PKSampler needs at least p={self.p} classes with usable images, {found}.")
+            warnings.warn(
+                f"PKSampler: {len(eligible)} classes with usable images, fewer than p={self.p}: every batch takes all "
+                f"{len(eligible)} classes ({len(eligible)} x k={self.k} images). Lower `p` (CLI: "
+                "`--data.batch_sampler.init_args.p`) to silence this warning.",
+                stacklevel=2,
+            )
+            self.p, self.batch_size = len(eligible), len(eligible) * self.k
         self.small_classes = small_classes
         self._members = [members[c] for c in eligible]
         self.num_classes = len(eligible)
@@ -175,6 +185,7 @@ class HierarchicalSampler(EpochBatchSampler):
         self._supers = group_by_super_class(members, supers_of_class, usable, half, owner, "super-classes")
         if len(self._supers) < 2:
             found = f"{half} usable fine classes, found {len(self._supers)}; lower `p` or use `PKSampler`"
+            found += " (CLI: `--data.batch_sampler.init_args.p`, `--data.batch_sampler ranklit.data.PKSampler`)"
             raise ValueError(f"HierarchicalSampler needs at least 2 super-classes with {found}.")
         self.small_classes = small_classes
         self.num_super_classes, self.num_classes = len(self._supers), sum(len(fine) for fine in self._supers)

@@ -1,6 +1,6 @@
 """Ranking losses as ``nn.Module`` (no Lightning import)."""
 
-from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss
+from ranklit.losses.base import BinaryRetrievalLoss, EmbeddingLoss, RetrievalLoss
 from ranklit.losses.calibration import CalibrationLoss
 from ranklit.losses.composite import ROADMAPLoss
 from ranklit.losses.smooth_ap import SmoothAPLoss, SupAPLoss

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from ranklit.functional.inputs import RetrievalInputs, excluded_pairs, prepare_inputs
 from ranklit.functional.loss_utils import require_positive_queries
 
-__all__ = ["RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
+__all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
 
 
 def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
@@ -38,7 +38,28 @@ def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
     return positives
 
 
-class RetrievalLoss(nn.Module):
+class EmbeddingLoss(nn.Module):
+    """Base class of every ranklit loss: ``loss(embeddings, labels, *, ref_embeddings, ref_labels, ids, ref_ids)``.
+
+    It fixes the call that :class:`ranklit.models.RetrievalModule` makes (and the type the ``ranklit`` CLI accepts
+    for ``model.loss``); ranking losses derive from :class:`RetrievalLoss`, proxy losses from it directly.
+    """
+
+    def forward(
+        self,
+        embeddings: Tensor,
+        labels: Tensor,
+        *,
+        ref_embeddings: Tensor | None = None,
+        ref_labels: Tensor | None = None,
+        ids: Tensor | None = None,
+        ref_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``."""
+        raise NotImplementedError
+
+
+class RetrievalLoss(EmbeddingLoss):
     """Base class of the losses that rank a retrieval set for each query.
 
     Subclasses implement :meth:`retrieval_loss`. Without ``ref_embeddings`` every batch item is a query ranking the

@@ -10,8 +10,9 @@ from torch import Tensor, nn
 from ranklit.functional.inputs import prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, cluster_loss
+from ranklit.losses.base import EmbeddingLoss
 
-__all__ = ["ClusterLoss", "make_proxies"]
+__all__ = ["ClusterLoss", "make_proxies", "sized_proxies"]
 
 
 def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
@@ -27,6 +28,35 @@ def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
     return nn.Parameter(torch.empty(num_classes, embedding_dim).uniform_(-bound, bound))
 
 
+def sized_proxies(
+    proxies: nn.Parameter | None, num_classes: int | None, embedding_dim: int | None, owner: str
+) -> nn.Parameter | None:
+    """The proxies of a loss given ``num_classes`` and ``embedding_dim``: ``proxies`` if already made, new ones if both
+    sizes are known, ``None`` while one is missing (:class:`ranklit.models.RetrievalModule` then sets them from the
+    training classes and the network's dimension before training, through ``setup_classes``).
+
+    >>> sized_proxies(None, None, None, "ClusterLoss") is None, sized_proxies(None, 3, 4, "ClusterLoss").shape
+    (True, torch.Size([3, 4]))
+    """
+    if proxies is not None:
+        return proxies
+    if num_classes is None or embedding_dim is None:
+        if (num_classes, embedding_dim) != (None, None):
+            raise ValueError(f"{owner}: give both `num_classes` and `embedding_dim`, or neither (set at fit time).")
+        return None
+    return make_proxies(num_classes, embedding_dim)
+
+
+def require_proxies(proxies: Tensor | None, owner: str) -> Tensor:
+    """The proxies, or a ``ValueError`` saying how to size them."""
+    if proxies is None:
+        raise ValueError(
+            f"{owner} has no proxies yet: pass `num_classes` and `embedding_dim`, or train it with "
+            "`ranklit.models.RetrievalModule`, which sets them from the training classes and the network."
+        )
+    return proxies
+
+
 def check_proxy_dimension(queries: Tensor, proxies: Tensor) -> None:
     """Raise ``ValueError`` when the embeddings and the proxies have different dimensions."""
     if queries.shape[1] != proxies.shape[1]:
@@ -36,7 +66,7 @@ def check_proxy_dimension(queries: Tensor, proxies: Tensor) -> None:
         )
 
 
-class ClusterLoss(nn.Module):
+class ClusterLoss(EmbeddingLoss):
     """HAPPIER's clustering loss: cross-entropy of ``<v, p_z> / temperature`` over the normalised fine-class proxies.
 
     .. math:: L = -\\frac{1}{B} \\sum_i \\log \\frac{\\exp(v_i^T p_{y_i} / \\sigma)}{\\sum_z \\exp(v_i^T p_z / \\sigma)}
@@ -49,8 +79,9 @@ class ClusterLoss(nn.Module):
     ignored: the proxy term only involves the queries. Cost ``O(B C D)``.
 
     Args:
-        num_classes: number of fine training classes ``C``.
-        embedding_dim: embedding dimension ``D``.
+        num_classes: number of fine training classes ``C``; ``None`` (with ``embedding_dim``): set by
+            :meth:`setup_classes` (``RetrievalModule`` does it from the training set before training).
+        embedding_dim: embedding dimension ``D``; ``None``: as ``num_classes``.
         temperature: ``sigma`` (0.05).
 
     Example:
@@ -60,11 +91,21 @@ class ClusterLoss(nn.Module):
         True
     """
 
-    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 0.05) -> None:
+    proxies: nn.Parameter | None
+
+    def __init__(
+        self, num_classes: int | None = None, embedding_dim: int | None = None, temperature: float = 0.05
+    ) -> None:
         super().__init__()
         self.num_classes = num_classes
         self.temperature = check_positive("temperature", temperature)
-        self.proxies = make_proxies(num_classes, embedding_dim)
+        self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
+
+    def setup_classes(self, num_classes: int, embedding_dim: int) -> None:
+        """Create the ``[num_classes, embedding_dim]`` proxies if the loss was built without sizes (else nothing)."""
+        if self.proxies is None:
+            self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
+            self.num_classes = num_classes
 
     def forward(
         self,
@@ -82,9 +123,11 @@ class ClusterLoss(nn.Module):
 
     def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
         """Loss of validated ``[B, D]`` queries (computation dtype) with ``[B, L]`` integer labels."""
-        check_proxy_dimension(queries, self.proxies)
-        check_class_ids(query_labels[:, 0], self.num_classes)
-        return cluster_loss(queries, query_labels[:, 0], self.proxies, self.temperature)
+        proxies = require_proxies(self.proxies, type(self).__name__)
+        check_proxy_dimension(queries, proxies)
+        check_class_ids(query_labels[:, 0], proxies.shape[0])
+        return cluster_loss(queries, query_labels[:, 0], proxies, self.temperature)
 
     def extra_repr(self) -> str:
-        return f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, temperature={self.temperature}"
+        dim = None if self.proxies is None else self.proxies.shape[1]
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={self.temperature}"

@@ -10,12 +10,13 @@ from torch import Tensor, nn
 from ranklit.functional.inputs import check_hierarchy, prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, csl_loss
-from ranklit.losses.cluster import check_proxy_dimension, make_proxies
+from ranklit.losses.base import EmbeddingLoss
+from ranklit.losses.cluster import check_proxy_dimension, require_proxies, sized_proxies
 
 __all__ = ["CSLLoss"]
 
 
-class CSLLoss(nn.Module):
+class CSLLoss(EmbeddingLoss):
     """Cross-Scale Learning: one proxy per fine class, a margin softmax per hierarchy level (see
     :func:`ranklit.functional.csl_loss`)::
 
@@ -31,8 +32,9 @@ class CSLLoss(nn.Module):
     ignored. Cost ``O(B C (D + L))``.
 
     Args:
-        num_classes: number of fine training classes ``C``; labels' column 0 must lie in ``[0, C)``.
-        embedding_dim: embedding dimension ``D``.
+        num_classes: number of fine training classes ``C``; labels' column 0 must lie in ``[0, C)``. ``None``
+            (with ``embedding_dim``): set by :meth:`setup_classes` (``RetrievalModule`` does it before training).
+        embedding_dim: embedding dimension ``D``; ``None``: as ``num_classes``.
         margins: one margin per label column, finest first (DyML, three levels: 0.25, 0.35, 0.45).
         scale: logit scale (32).
 
@@ -45,12 +47,13 @@ class CSLLoss(nn.Module):
         [[0, 0], [1, 0], [2, 1], [3, 1]]
     """
 
-    class_labels: Tensor
+    class_labels: Tensor | None
+    proxies: nn.Parameter | None
 
     def __init__(
         self,
-        num_classes: int,
-        embedding_dim: int,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
         margins: Sequence[float] = (0.25, 0.35, 0.45),
         scale: float = 32.0,
     ) -> None:
@@ -60,10 +63,20 @@ class CSLLoss(nn.Module):
         self.margins = tuple(float(m) for m in margins)
         self.scale = check_positive("scale", scale)
         self.num_classes = num_classes
-        self.proxies = make_proxies(num_classes, embedding_dim)
+        self.proxies = sized_proxies(None, num_classes, embedding_dim, "CSLLoss")
+        self.register_buffer("class_labels", None if num_classes is None else self._unknown_hierarchy(num_classes))
+
+    def _unknown_hierarchy(self, num_classes: int) -> Tensor:
         class_labels = torch.full((num_classes, len(self.margins)), -1, dtype=torch.long)
         class_labels[:, 0] = torch.arange(num_classes)
-        self.register_buffer("class_labels", class_labels)
+        return class_labels
+
+    def setup_classes(self, num_classes: int, embedding_dim: int) -> None:
+        """Create the proxies and the ``class_labels`` buffer if the loss was built without sizes (else nothing)."""
+        if self.proxies is None:
+            self.proxies = sized_proxies(None, num_classes, embedding_dim, "CSLLoss")
+            self.class_labels = self._unknown_hierarchy(num_classes).to(self.proxies.device)
+            self.num_classes = num_classes
 
     @torch.no_grad()
     def register_hierarchy(self, labels: Tensor) -> None:
@@ -71,6 +84,8 @@ class CSLLoss(nn.Module):
 
         Raises ``ValueError`` if the label columns do not match ``margins`` or contradict the known hierarchy.
         """
+        require_proxies(self.proxies, "CSLLoss")
+        assert self.class_labels is not None and self.num_classes is not None  # made with the proxies
         labels = labels.to(self.class_labels.device).long()
         if labels.ndim != 2 or labels.shape[1] != len(self.margins):
             raise ValueError(
@@ -101,14 +116,14 @@ class CSLLoss(nn.Module):
     ) -> Tensor:
         """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B, L]`` (``ref_*`` ignored)."""
         inputs = prepare_inputs(embeddings, labels)
-        check_proxy_dimension(inputs.queries, self.proxies)
+        proxies = require_proxies(self.proxies, "CSLLoss")
+        check_proxy_dimension(inputs.queries, proxies)
         self.register_hierarchy(inputs.query_labels)
-        return csl_loss(
-            inputs.queries, inputs.query_labels, self.proxies, self.class_labels, self.margins, self.scale
-        )
+        return csl_loss(inputs.queries, inputs.query_labels, proxies, self.class_labels, self.margins, self.scale)
 
     def extra_repr(self) -> str:
+        dim = None if self.proxies is None else self.proxies.shape[1]
         return (
-            f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, margins={self.margins}, "
+            f"num_classes={self.num_classes}, embedding_dim={dim}, margins={self.margins}, "
             f"scale={self.scale}"
         )

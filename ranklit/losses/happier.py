@@ -81,8 +81,8 @@ class HAPPIERLoss(RetrievalLoss):
     L2-normalised. Cost: :class:`HAPLoss` plus ``O(B C D)``.
 
     Args:
-        num_classes: number of fine training classes (proxies).
-        embedding_dim: embedding dimension.
+        num_classes: number of fine training classes (proxies); ``None``: set at fit time (see :class:`ClusterLoss`).
+        embedding_dim: embedding dimension; ``None``: likewise.
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
         alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size: :class:`HAPLoss` arguments.
@@ -97,8 +97,8 @@ class HAPPIERLoss(RetrievalLoss):
 
     def __init__(
         self,
-        num_classes: int,
-        embedding_dim: int,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
         lam: float = 0.1,
         temperature: float = 0.05,
         alpha: float = 1.0,

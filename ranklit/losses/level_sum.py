@@ -6,6 +6,8 @@ from typing import Sequence
 
 from torch import Tensor, nn
 
+from ranklit.losses.base import EmbeddingLoss
+
 __all__ = ["LevelSumLoss"]
 
 
@@ -15,7 +17,7 @@ def _column(labels: Tensor | None, h: int) -> Tensor | None:
     return labels if labels.ndim == 1 else labels[:, h]
 
 
-class LevelSumLoss(nn.Module):
+class LevelSumLoss(EmbeddingLoss):
     """``sum_h loss_h(embeddings, labels[:, h])``: each binary loss sees positives = same label at column ``h``.
 
     This is the "Σ" family of HAPPIER's tables (e.g. Σ TL_SH, Σ NSM, Σ ROADMAP). Pass one loss to apply it at every

@@ -22,8 +22,8 @@ class NormSoftmaxLoss(ClusterLoss):
         L = mean_i -log softmax_z(<v_i, p_z / |p_z|> / temperature)[y_i]
 
     Args:
-        num_classes: number of fine training classes.
-        embedding_dim: embedding dimension.
+        num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
+        embedding_dim: embedding dimension (``None``: likewise).
         temperature: softmax temperature (0.05).
 
     Example:
@@ -46,8 +46,8 @@ class ProxyNCAPPLoss(ClusterLoss):
     The paper's other ingredients (global max pooling, fast-moving proxies) belong to the model and the optimiser.
 
     Args:
-        num_classes: number of fine training classes.
-        embedding_dim: embedding dimension.
+        num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
+        embedding_dim: embedding dimension (``None``: likewise).
         temperature: ``T`` (1/9) of the squared-distance softmax.
 
     Example:
@@ -58,11 +58,14 @@ class ProxyNCAPPLoss(ClusterLoss):
         True
     """
 
-    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 1.0 / 9.0) -> None:
+    def __init__(
+        self, num_classes: int | None = None, embedding_dim: int | None = None, temperature: float = 1.0 / 9.0
+    ) -> None:
         temperature = check_positive("temperature", temperature)
         super().__init__(num_classes, embedding_dim, temperature / 2.0)
         self.distance_temperature = temperature
 
     def extra_repr(self) -> str:
-        dim, temperature = self.proxies.shape[1], self.distance_temperature
+        dim = None if self.proxies is None else self.proxies.shape[1]
+        temperature = self.distance_temperature
         return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={temperature}"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
+import warnings
 from typing import Any, Literal
 
 import lightning as L
@@ -12,43 +11,36 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 from typing_extensions import override
 
+from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
+from ranklit.models.backbones import EmbeddingNet
 from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
 from ranklit.training.memory import CrossBatchMemory
-from ranklit.training.multistage import multistage_backward
+from ranklit.training.multistage import MultistageBackprop, multistage_backward
 from ranklit.training.objective import ranking_objective
 
 __all__ = ["RetrievalModule"]
 
-_INJECTED = ["net", "loss", "memory", "optimizer", "lr_scheduler"]
+_PARTS = ("net", "loss", "optimizer", "lr_scheduler", "metric", "memory", "multistage")
 
 
-def _objects_not_saved_in_hparams() -> list[str]:
-    """The injected arguments to leave out of ``hparams``, so checkpoints load with ``weights_only=True``.
-
-    Under the ``ranklit`` CLI, Lightning saves the parsed config (``class_path``/``init_args`` dicts) instead of the
-    objects, and ``RetrievalModule.load_from_checkpoint(path)`` rebuilds everything from it: keep them all. From
-    Python, pass ``net``, ``loss`` (and ``memory``) again: ``RetrievalModule.load_from_checkpoint(path, net=..., loss=...)``.
-    """
-    from lightning.pytorch.core.mixins.hparams_mixin import _given_hyperparameters
-
-    return [] if _given_hyperparameters.get() is not None else _INJECTED
+def _is_config(value: Any) -> bool:
+    """Whether ``value`` is plain configuration (what the ``ranklit`` CLI records for an injected part)."""
+    if isinstance(value, dict):
+        return all(_is_config(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_is_config(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _drop_unaccepted_linked_values(hparams: Any) -> None:
-    """Remove the CLI's linked ``num_classes``/``embedding_dim`` from the saved config of a loss that takes neither.
-
-    The CLI links them into ``model.loss.init_args`` for every loss; Lightning records the linked values even for a
-    loss without those arguments, which would make ``--ckpt_path`` and ``load_from_checkpoint`` reject the config.
-    """
-    loss = hparams.get("loss")
-    if not (isinstance(loss, dict) and "class_path" in loss and isinstance(loss.get("init_args"), dict)):
-        return
-    module_name, _, class_name = loss["class_path"].rpartition(".")
-    accepted = inspect.signature(getattr(importlib.import_module(module_name), class_name)).parameters
-    for key in ("num_classes", "embedding_dim"):
-        if key not in accepted:
-            loss["init_args"].pop(key, None)
+def _checkpoint_shape_errors(module: nn.Module, state_dict: dict[str, Any]) -> list[str]:
+    """``name: checkpoint [a, b] vs model [c, d]`` for every tensor whose shape differs between the two."""
+    own = module.state_dict()
+    return [
+        f"`{name}`: checkpoint {list(value.shape)} vs configured model {list(own[name].shape)}"
+        for name, value in state_dict.items()
+        if name in own and isinstance(value, Tensor) and value.shape != own[name].shape
+    ]
 
 
 class RetrievalModule(L.LightningModule):
@@ -58,36 +50,47 @@ class RetrievalModule(L.LightningModule):
     batch without itself (excluded by sample index). Under DDP with ``gather=True`` (default) every rank ranks its
     queries against the embeddings of all ranks, gathered with gradients (``all_gather(..., sync_grads=True)``) and
     the query excluded by its global sample index: the gradient equals that of one process with the global batch
-    (SPEC.md §3). With a ``memory`` the queries are also ranked against past batches (XBM). With
-    ``multistage_chunk_size`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size``
-    images at a time (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
+    (SPEC.md §3). With a ``memory`` the queries are also ranked against past batches (XBM). With ``multistage`` a
+    batch of any size is trained with the exact full-batch gradient, ``chunk_size`` images at a time
+    (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
     ``--trainer.precision bf16-mixed`` only affects the network. See :func:`ranklit.training.ranking_objective`.
 
     **Multistage mode** uses Lightning's manual optimisation (one optimiser step per batch): Lightning rejects
     ``trainer.gradient_clip_val`` and ``accumulate_grad_batches`` there, so clip with
-    ``multistage_gradient_clip_val`` (global norm); schedulers are stepped at their ``interval``/``frequency`` as in
-    automatic mode; under DDP gradients are averaged once per batch (:mod:`ranklit.training.manual`).
+    ``MultistageBackprop(gradient_clip_val=...)`` (global norm); schedulers are stepped at their
+    ``interval``/``frequency`` as in automatic mode; under DDP gradients are averaged once per batch
+    (:mod:`ranklit.training.manual`).
 
-    Validation and test feed :class:`ranklit.metrics.RetrievalMetrics` and log ``val/<key>`` / ``test/<key>``
-    (mAP, mAP@R, P@1, R@k; with hierarchical labels also H-AP, ASI, NDCG and per-level metrics). With a gallery
-    dataloader (index 1) evaluation is query/gallery. A non-finite training loss stops the run with a message naming
-    the step.
+    **Proxy losses** (:class:`ranklit.losses.ClusterLoss`, HAPPIER, CSL, NormSoftmax, ProxyNCA++) built without
+    ``num_classes``/``embedding_dim`` get them in :meth:`setup`: the number of fine classes of the datamodule's
+    training set and the network's ``embedding_dim``. A checkpoint whose tensors do not fit the configured model is
+    refused before anything runs, naming each tensor and both shapes.
+
+    **Evaluation**: validation and test feed copies of ``metric`` (default :class:`ranklit.metrics.RetrievalMetrics`
+    with its defaults) and log ``val/<key>`` / ``test/<key>`` (mAP, mAP@R, P@1, R@k; with hierarchical labels also
+    H-AP, ASI, NDCG and per-level metrics). With a gallery dataloader (index 1) evaluation is query/gallery. A
+    non-finite training loss stops the run with a message naming the step.
+
+    **Hyper-parameters**: plain options are saved in ``hparams``; the injected parts are saved only as the
+    configuration the ``ranklit`` CLI gives (so ``RetrievalModule.load_from_checkpoint(path)`` rebuilds a CLI run);
+    objects passed from Python are not pickled into checkpoints: pass them again,
+    ``RetrievalModule.load_from_checkpoint(path, net=..., loss=...)``.
 
     Args:
-        net: the embedding network (e.g. :class:`ranklit.models.EmbeddingNet`); must output L2-normalised embeddings.
+        net: the embedding network (:class:`ranklit.models.EmbeddingNet`, or any module with L2-normalised output,
+            ``embedding_dim`` and optionally ``head_parameters()``).
         loss: any ranklit loss, called as ``loss(embeddings, labels, *, ref_embeddings, ref_labels, ids, ref_ids)``.
         optimizer: optimizer factory called with the parameter groups ``backbone``, ``head`` and ``loss``.
         lr_scheduler: optional scheduler factory.
         lr_scheduler_interval: step the scheduler after every ``"epoch"`` or after every optimiser ``"step"``.
         head_lr: learning rate of the head (pooling, LayerNorm, linear layer); ``None`` = the optimizer's.
         loss_lr: learning rate of the loss's own parameters (proxies); ``None`` = the optimizer's.
-        recall_at: the ``k`` of the logged Recall@k.
-        hap_alpha: ``alpha`` of the H-AP relevance in the logged metrics.
+        metric: the evaluation metric (e.g. ``RetrievalMetrics(recall_at=(1, 10, 100), compute_on_cpu=True)``);
+            validation and test use copies of it.
         gather: under DDP, rank against the retrieval set gathered from all ranks.
         memory: a :class:`ranklit.training.CrossBatchMemory` (size, start step, weight), or ``None``.
-        multistage_chunk_size: images per forward pass with activations for multistage backprop; ``None`` = plain
-            backprop of the whole batch.
-        multistage_gradient_clip_val: maximum global gradient norm in multistage mode (``None`` = no clipping).
+        multistage: a :class:`ranklit.training.MultistageBackprop` (chunk size, clipping), or ``None`` (plain
+            backprop of the whole batch).
         decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
             (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
             the epoch's samples); stores the epoch's embeddings.
@@ -95,43 +98,66 @@ class RetrievalModule(L.LightningModule):
 
     def __init__(
         self,
-        net: nn.Module,
-        loss: nn.Module,
+        net: EmbeddingNet,
+        loss: EmbeddingLoss,
         optimizer: OptimizerCallable = torch.optim.Adam,
         lr_scheduler: LRSchedulerCallable | None = None,
         lr_scheduler_interval: Literal["epoch", "step"] = "epoch",
         head_lr: float | None = None,
         loss_lr: float | None = None,
-        recall_at: tuple[int, ...] = (1, 2, 4, 8),
-        hap_alpha: float = 1.0,
+        metric: RetrievalMetrics | None = None,
         gather: bool = True,
         memory: CrossBatchMemory | None = None,
-        multistage_chunk_size: int | None = None,
-        multistage_gradient_clip_val: float | None = None,
+        multistage: MultistageBackprop | None = None,
         decomposability_gap: bool = False,
     ) -> None:
         super().__init__()
-        chunk = multistage_chunk_size
-        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
-            raise ValueError(f"`multistage_chunk_size` must be a positive integer or None (plain backprop), got {chunk!r}.")
         if lr_scheduler_interval not in ("epoch", "step"):
             raise ValueError(f"`lr_scheduler_interval` must be 'epoch' or 'step', got {lr_scheduler_interval!r}.")
-        if multistage_gradient_clip_val is not None and multistage_chunk_size is None:
-            raise ValueError(
-                "`multistage_gradient_clip_val` only applies with `multistage_chunk_size`; without multistage backprop "
-                "use `trainer.gradient_clip_val`."
-            )
-        self.save_hyperparameters(ignore=_objects_not_saved_in_hparams())
-        _drop_unaccepted_linked_values(self.hparams)
+        with warnings.catch_warnings():  # objects given from Python are dropped just below
+            warnings.filterwarnings("ignore", message=r"Attribute '\w+' is an instance of `nn.Module`")
+            self.save_hyperparameters()
+        for name in _PARTS:
+            if not _is_config(self.hparams.get(name)):
+                del self.hparams[name]
         self.net = net
         self.loss = loss
         self.memory = memory
+        self.multistage = multistage
         self.optimizer_factory = optimizer
         self.scheduler_factory = lr_scheduler
-        self.automatic_optimization = multistage_chunk_size is None
-        self.val_metrics = RetrievalMetrics(recall_at=recall_at, alpha=hap_alpha)
-        self.test_metrics = RetrievalMetrics(recall_at=recall_at, alpha=hap_alpha)
+        self.lr_scheduler_interval = lr_scheduler_interval
+        self.head_lr, self.loss_lr, self.gather = head_lr, loss_lr, gather
+        self.automatic_optimization = multistage is None
+        metric = RetrievalMetrics() if metric is None else metric
+        self.val_metrics = metric.clone()
+        self.test_metrics = metric.clone()
         self.train_gap = DecomposabilityGap() if decomposability_gap else None
+
+    @override
+    def setup(self, stage: str) -> None:
+        sized = [m for m in self.loss.modules() if hasattr(m, "setup_classes")]
+        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if stage != "fit" or not sized or datamodule is None or not hasattr(datamodule, "num_classes"):
+            return
+        for module in sized:
+            module.setup_classes(int(datamodule.num_classes), int(self.net.embedding_dim))
+
+    @override
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get("state_dict", {})
+        for name, module in self.loss.named_modules(prefix="loss"):
+            proxies = state.get(f"{name}.proxies")
+            if hasattr(module, "setup_classes") and isinstance(proxies, Tensor):
+                module.setup_classes(*proxies.shape)  # sizes of a loss built without them, from the checkpoint
+        if errors := _checkpoint_shape_errors(self, state):
+            raise ValueError(
+                "The checkpoint does not fit the configured model: " + "; ".join(errors) + ". Proxies are "
+                "[classes, dimension]: the classes come from `data.train_dataset`, the dimension from "
+                "`model.net.init_args.embedding_dim` (or the loss's own `num_classes`/`embedding_dim`); the network's "
+                "shapes from `model.net.init_args` (backbone, embedding_dim, layer_norm). Use the config of the run "
+                "that wrote the checkpoint."
+            )
 
     @override
     def forward(self, images: Tensor) -> Tensor:
@@ -140,7 +166,7 @@ class RetrievalModule(L.LightningModule):
     def _objective(self, embeddings: Tensor, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         labels, ids = batch["label"], batch["index"]
         objective = ranking_objective(
-            self.loss, embeddings, labels, ids, gather=self.hparams.gather, memory=self.memory, step=self.global_step
+            self.loss, embeddings, labels, ids, gather=self.gather, memory=self.memory, step=self.global_step
         )
         loss = objective.loss
         if not torch.isfinite(loss):
@@ -157,24 +183,24 @@ class RetrievalModule(L.LightningModule):
     @override
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         images = batch["image"]
-        if self.automatic_optimization:
+        if self.multistage is None:
             loss = self._objective(self.net(images), batch, batch_idx)
         else:
-            clip_val = self.hparams.multistage_gradient_clip_val
+            clip_val = self.multistage.gradient_clip_val
             loss = manual_optimization_step(self, lambda: self._multistage(batch, batch_idx), batch_idx, clip_val)
         self.log("train/loss", loss, prog_bar=True, batch_size=images.shape[0])
         return loss
 
     def _multistage(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        assert self.multistage is not None  # only called in multistage mode
         loss, _ = multistage_backward(
             self.net,
             batch["image"],
             lambda embeddings: self._objective(embeddings, batch, batch_idx),
-            self.hparams.multistage_chunk_size,
+            self.multistage.chunk_size,
             backward=self.manual_backward,
         )
         return loss
-
     @override
     def on_train_start(self) -> None:
         if not self.automatic_optimization:
@@ -226,8 +252,8 @@ class RetrievalModule(L.LightningModule):
         backbone = [p for p in self.net.parameters() if id(p) not in head_ids]
         groups = [
             {"name": "backbone", "params": backbone},
-            {"name": "head", "params": head, "lr": self.hparams.head_lr},
-            {"name": "loss", "params": list(self.loss.parameters()), "lr": self.hparams.loss_lr},
+            {"name": "head", "params": head, "lr": self.head_lr},
+            {"name": "loss", "params": list(self.loss.parameters()), "lr": self.loss_lr},
         ]
         groups = [{k: v for k, v in g.items() if v is not None} for g in groups]
         return [g for g in groups if any(p.requires_grad for p in g["params"])]
@@ -237,5 +263,5 @@ class RetrievalModule(L.LightningModule):
         optimizer = self.optimizer_factory(self._parameter_groups())
         if self.scheduler_factory is None:
             return optimizer
-        scheduler = {"scheduler": self.scheduler_factory(optimizer), "interval": self.hparams.lr_scheduler_interval}
+        scheduler = {"scheduler": self.scheduler_factory(optimizer), "interval": self.lr_scheduler_interval}
         return {"optimizer": optimizer, "lr_scheduler": scheduler}

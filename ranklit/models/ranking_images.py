@@ -129,12 +129,12 @@ class RankingGridLogger(Callback):
             embeddings[picks], labels[picks], ref_embeddings=refs, ref_labels=ref_labels,
             top_k=min(self.top_k, available), **exclusion,
         )
-        hparams = getattr(trainer.datamodule, "hparams", {}) if trainer.datamodule is not None else {}
+        datamodule = trainer.datamodule
         return ranking_grid(
             dataset_images(loaders[0].dataset, ids[picks]),
             retrieved,
             lambda positions: dataset_images(ref_dataset, ref_ids[positions]),
             titles=[f"epoch {trainer.current_epoch}, step {trainer.global_step}"],
-            mean=hparams.get("mean"),
-            std=hparams.get("std"),
+            mean=getattr(datamodule, "mean", None),
+            std=getattr(datamodule, "std", None),
         )

@@ -2,11 +2,12 @@
 
 from ranklit.training.distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
 from ranklit.training.memory import CrossBatchMemory
-from ranklit.training.multistage import multistage_backward
+from ranklit.training.multistage import MultistageBackprop, multistage_backward
 from ranklit.training.objective import RankingObjective, ranking_objective
 
 __all__ = [
     "CrossBatchMemory",
+    "MultistageBackprop",
     "RankingObjective",
     "average_gradients",
     "gather_retrieval_set",

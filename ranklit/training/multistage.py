@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-__all__ = ["multistage_backward"]
+__all__ = ["MultistageBackprop", "multistage_backward"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +124,31 @@ def multistage_backward(
             torch.autograd.backward(net(chunk), grad)
     after_stage_one.restore()
     return loss.detach(), embeddings.detach()
+
+
+class MultistageBackprop:
+    """Train each batch by multistage backprop (:func:`multistage_backward`), ``chunk_size`` images at a time.
+
+    Given to :class:`ranklit.models.RetrievalModule` as ``multistage`` (CLI: ``--model.multistage
+    ranklit.training.MultistageBackprop --model.multistage.chunk_size 64``), it switches the module to one optimiser
+    step per batch under manual optimisation (:mod:`ranklit.training.manual`); Lightning then rejects
+    ``trainer.gradient_clip_val``, so clipping is set here.
+
+    Args:
+        chunk_size: images per forward pass with activations; the batch size is the sampler's.
+        gradient_clip_val: maximum global gradient norm (``None``: no clipping).
+
+    Example:
+        >>> MultistageBackprop(chunk_size=16, gradient_clip_val=1.0)
+        MultistageBackprop(chunk_size=16, gradient_clip_val=1.0)
+    """
+
+    def __init__(self, chunk_size: int, gradient_clip_val: float | None = None) -> None:
+        _check_chunk_size(chunk_size)
+        if gradient_clip_val is not None and not gradient_clip_val > 0:
+            raise ValueError(f"`gradient_clip_val` must be positive or None (no clipping), got {gradient_clip_val!r}.")
+        self.chunk_size = chunk_size
+        self.gradient_clip_val = gradient_clip_val
+
+    def __repr__(self) -> str:
+        return f"MultistageBackprop(chunk_size={self.chunk_size}, gradient_clip_val={self.gradient_clip_val})"

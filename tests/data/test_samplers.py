@@ -120,7 +120,7 @@ def test_pk_accepts_matrix_labels_and_no_warning_when_large() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"p": 7, "k": 2}, "at least p=7 classes"),
+        ({"p": 2, "k": 5, "small_classes": "skip"}, "no class has k=5 images"),
         ({"p": 0, "k": 2}, "`p` must be a positive integer"),
         ({"p": 2, "k": 2, "small_classes": "drop"}, "`small_classes` must be"),
         ({"p": 2, "k": 2, "rank": 2, "world_size": 2}, "`rank` must be an integer in"),
@@ -128,7 +128,8 @@ def test_pk_accepts_matrix_labels_and_no_warning_when_large() -> None:
     ],
 )
 def test_pk_errors(kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the small-class warning of the `skip` case
         PKSampler(_labels([4] * 6), **kwargs)
     with pytest.raises(TypeError, match="must hold integers"):
         PKSampler(torch.rand(10), 2, 2)
@@ -275,3 +276,13 @@ def test_pk_real_two_process_gloo(tmp_path: Path) -> None:
     flat = [tuple(sorted(b)) for result in results for b in result["batches"]]
     assert len(set(flat)) == len(flat)
     assert {int(labels[i]) for b in flat for i in b} == set(range(14))
+
+
+def test_fewer_classes_than_p_takes_every_class_with_a_warning() -> None:
+    labels = _labels([4] * 6)  # 6 classes
+    with pytest.warns(UserWarning, match=r"6 classes with usable images, fewer than p=8.*--data.batch_sampler.init_args.p"):
+        sampler = PKSampler(labels, 8, 2)
+    batches = list(sampler)
+    assert sampler.p == 6 and sampler.batch_size == 12 and len(batches) == 1
+    assert sorted(set(labels[batches[0]].tolist())) == list(range(6))  # every class, k = 2 images each
+    assert sorted(labels[batches[0]].tolist()) == sorted(list(range(6)) * 2)

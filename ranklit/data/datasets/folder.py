@@ -6,6 +6,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
 
 __all__ = ["ClassFolderDataset"]
@@ -20,11 +22,20 @@ class ClassFolderDataset(ImageRetrievalDataset):
     hierarchy is consistent. ``split="query"`` and ``"gallery"`` are relabelled together (classes matched by folder
     names). Image files are those with the extensions of ``IMAGE_EXTENSIONS``; other files are ignored.
 
+    **One folder of classes, split by class.** With ``train_fraction`` the classes under ``root`` itself (no split
+    sub-folders) are divided class-disjointly, as retrieval benchmarks do: a permutation of the finest classes drawn
+    with ``split_seed`` gives the first ``round(train_fraction × C)`` (at least one, and one left for testing) to
+    ``split="train"`` and the rest to ``split="test"``. Train and test built with the same options never share a
+    class.
+
     Args:
         root: the dataset folder.
         split: sub-folder to read (``"train"``, ``"test"``, ``"query"``...), or ``None`` to read ``root`` itself.
         transform: applied to the PIL image.
         levels: number of nested class-folder levels.
+        train_fraction: fraction of the classes in the ``train`` split when ``root`` holds the classes directly
+            (``split`` then ``"train"`` or ``"test"``); ``None``: read ``root/<split>``.
+        split_seed: seed of the class permutation of ``train_fraction``.
 
     Example:
         >>> import tempfile, pathlib
@@ -36,6 +47,10 @@ class ClassFolderDataset(ImageRetrievalDataset):
         >>> data = ClassFolderDataset(root, levels=2)
         >>> data.labels.tolist(), data.num_classes
         ([[0, 0], [1, 0], [2, 1]], 3)
+        >>> train = ClassFolderDataset(root, "train", levels=2, train_fraction=0.5)
+        >>> test = ClassFolderDataset(root, "test", levels=2, train_fraction=0.5)
+        >>> len(train) + len(test), set(train.paths) & set(test.paths)
+        (3, set())
     """
 
     SPLITS = ()
@@ -49,21 +64,45 @@ class ClassFolderDataset(ImageRetrievalDataset):
         transform: Callable[[Any], Any] | None = None,
         *,
         levels: int = 1,
+        train_fraction: float | None = None,
+        split_seed: int = 0,
     ) -> None:
         super().__init__(root, split, transform)
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise ValueError(f"ClassFolderDataset: `levels` must be a positive integer, got {levels!r}.")
         self.levels = levels
+        if train_fraction is not None:
+            self._split_classes(split, train_fraction, split_seed)
+            return
         pool = [None] if split is None else [s for s in split_pool(split) if s == split or (self.root / s).is_dir()]
         paths: list[Path] = []
         rows: list[tuple[Hashable, ...]] = []
         keep: list[int] = []
         for part in pool:
-            base = self.root if part is None else self._file(part, folder=True)
-            files = sorted(f for f in base.glob("/".join(["*"] * (levels + 1))) if f.suffix.lower() in IMAGE_EXTENSIONS)
+            files, part_rows = self._images(self.root if part is None else self._file(part, folder=True))
             keep += list(range(len(paths), len(paths) + len(files))) if part == split else []
-            for file in files:
-                folders = file.relative_to(base).parts[:-1]
-                rows.append(tuple("/".join(folders[: levels - c]) for c in range(levels)))
-                paths.append(file)
+            paths += files
+            rows += part_rows
         self._set_samples(paths, rows, keep)
+
+    def _images(self, base: Path) -> tuple[list[Path], list[tuple[Hashable, ...]]]:
+        """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first)."""
+        pattern = "/".join(["*"] * (self.levels + 1))
+        files = sorted(f for f in base.glob(pattern) if f.suffix.lower() in IMAGE_EXTENSIONS)
+        folders = [file.relative_to(base).parts[:-1] for file in files]
+        return files, [tuple("/".join(f[: self.levels - c]) for c in range(self.levels)) for f in folders]
+
+    def _split_classes(self, split: str | None, train_fraction: float, seed: int) -> None:
+        if split not in ("train", "test"):
+            raise ValueError(f"ClassFolderDataset: with `train_fraction`, `split` must be 'train' or 'test', got {split!r}.")
+        if not 0.0 < train_fraction < 1.0:
+            raise ValueError(f"ClassFolderDataset: `train_fraction` must lie in (0, 1), got {train_fraction!r}.")
+        files, rows = self._images(self.root)
+        classes = sorted({row[0] for row in rows})
+        if len(classes) < 2:
+            raise ValueError(self._layout_message(f"found {len(classes)} class folder(s); a train/test split needs 2"))
+        order = torch.randperm(len(classes), generator=torch.Generator().manual_seed(seed)).tolist()
+        cut = min(max(round(train_fraction * len(classes)), 1), len(classes) - 1)
+        chosen = {classes[i] for i in (order[:cut] if split == "train" else order[cut:])}
+        kept = [i for i, row in enumerate(rows) if row[0] in chosen]
+        self._set_samples([files[i] for i in kept], [rows[i] for i in kept])
