@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.data import CategorySampler, RetrievalDataModule
+from ranklit.data import CategorySampler
 
 
 def _labels(category_sizes: list[int], num_without: int, images: int = 3) -> torch.Tensor:
@@ -67,7 +67,3 @@ def test_bad_configurations_are_rejected() -> None:
     with pytest.raises(ValueError, match="not a hierarchy"):
         CategorySampler(broken, p=2, k=2)
 
-
-def test_datamodule_rejects_an_epoch_length_the_sampler_ignores() -> None:
-    with pytest.raises(ValueError, match="`batches_per_epoch` sets the epoch length of the P×K sampler"):
-        RetrievalDataModule(dataset="SyntheticHierarchy", sampler="category", batches_per_epoch=10)

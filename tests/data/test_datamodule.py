@@ -8,15 +8,11 @@ import pytest
 import torch
 
 from ranklit.data import RetrievalDataModule
-
-SYNTHETIC = {"levels": 2, "num_coarse": 2, "fine_per_parent": 4, "images_per_class": 5, "image_size": 16}
+from tests.tiny import tiny_datamodule
 
 
 def _datamodule() -> RetrievalDataModule:
-    return RetrievalDataModule(
-        dataset="SyntheticHierarchy", dataset_options=SYNTHETIC, image_size=16, resize_size=16, crop_size=16,
-        batch_size=8, eval_batch_size=6,
-    )  # fmt: skip
+    return tiny_datamodule({"images_per_class": 5}, p=2, size=16, eval_batch_size=6)
 
 
 def _indices(loader: torch.utils.data.DataLoader) -> list[int]:

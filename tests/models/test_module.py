@@ -12,23 +12,13 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from ranklit.data import RetrievalDataModule
-from ranklit.losses import ROADMAPLoss, SmoothAPLoss
+from tests.tiny import tiny_datamodule
+from ranklit.losses import HAPPIERLoss, ROADMAPLoss, SmoothAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
-from ranklit.training import CrossBatchMemory
-
-SYNTHETIC = {"levels": 2, "num_coarse": 2, "fine_per_parent": 4, "images_per_class": 8, "image_size": 32}
-
+from ranklit.training import CrossBatchMemory, MultistageBackprop
 
 def _datamodule(batch_size: int = 16) -> RetrievalDataModule:
-    return RetrievalDataModule(
-        dataset="SyntheticHierarchy",
-        dataset_options=SYNTHETIC,
-        image_size=32,
-        resize_size=32,
-        crop_size=32,
-        batch_size=batch_size,
-        eval_batch_size=64,
-    )
+    return tiny_datamodule({"images_per_class": 8}, p=batch_size // 4, eval_batch_size=64)
 
 
 def _trainer(**kwargs) -> L.Trainer:
@@ -50,6 +40,10 @@ def _net() -> EmbeddingNet:
     return EmbeddingNet("test_resnet", embedding_dim=8)
 
 
+def _multistage(chunk: int | None) -> MultistageBackprop | None:
+    return None if chunk is None else MultistageBackprop(chunk)
+
+
 class _NanLoss(nn.Module):
     def forward(self, embeddings: Tensor, labels: Tensor, **refs: Tensor) -> Tensor:
         return embeddings.sum() * float("nan")
@@ -57,7 +51,7 @@ class _NanLoss(nn.Module):
 
 @pytest.mark.parametrize("chunk", [None, 8])
 def test_nan_loss_stops_training_naming_the_global_step(chunk: int | None) -> None:
-    module = RetrievalModule(_net(), _NanLoss(), multistage_chunk_size=chunk)
+    module = RetrievalModule(_net(), _NanLoss(), multistage=_multistage(chunk))
     with pytest.raises(FloatingPointError, match=r"_NanLoss\) is nan at global step 0 \(epoch 0, batch 0\)"):
         _trainer(fast_dev_run=1).fit(module, datamodule=_datamodule())
 
@@ -82,10 +76,10 @@ def test_parameter_groups_get_head_and_loss_learning_rates() -> None:
 
 
 def test_invalid_options_are_rejected() -> None:
-    with pytest.raises(ValueError, match="multistage_chunk_size"):
-        RetrievalModule(_net(), SmoothAPLoss(), multistage_chunk_size=0)
-    with pytest.raises(ValueError, match="trainer.gradient_clip_val"):
-        RetrievalModule(_net(), SmoothAPLoss(), multistage_gradient_clip_val=1.0)
+    with pytest.raises(ValueError, match="`chunk_size` must be a positive integer"):
+        MultistageBackprop(0)
+    with pytest.raises(ValueError, match="`gradient_clip_val` must be positive"):
+        MultistageBackprop(4, gradient_clip_val=0.0)
     with pytest.raises(ValueError, match="'epoch' or 'step', got 'batch'"):
         RetrievalModule(_net(), SmoothAPLoss(), lr_scheduler_interval="batch")
 
@@ -108,7 +102,7 @@ def test_multistage_step_equals_the_plain_step() -> None:
     images, labels = torch.randn(20, 3, 16, 16), torch.arange(20) // 4
     sgd = partial(torch.optim.SGD, lr=0.5)
     plain = _fit(RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd), _one_batch_loader(images, labels))
-    multi = RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd, multistage_chunk_size=8)
+    multi = RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd, multistage=MultistageBackprop(8))
     _fit(multi, _one_batch_loader(images, labels))
     moved = [(a - b).abs().max() for a, b in zip(plain.net.parameters(), net.parameters())]
     assert max(moved) > 1e-4  # the step did something
@@ -124,7 +118,7 @@ def test_multistage_steps_schedulers_like_automatic_mode_and_clips(interval: str
     for chunk, clip in ((None, None), (4, 1e-6)):
         module = RetrievalModule(
             _net(), SmoothAPLoss(), optimizer=sgd, lr_scheduler=step_lr, lr_scheduler_interval=interval,
-            multistage_chunk_size=chunk, multistage_gradient_clip_val=clip,
+            multistage=None if chunk is None else MultistageBackprop(chunk, gradient_clip_val=clip),
         )
         before = [p.detach().clone() for p in module.net.parameters()]
         _fit(module, _one_batch_loader(images, labels, steps=2), max_epochs=3)
@@ -151,8 +145,41 @@ def test_memory_and_decomposability_gap_are_logged() -> None:
 @pytest.mark.parametrize("chunk", [None, 8])
 def test_bf16_mixed_precision_trains(chunk: int | None) -> None:
     memory = CrossBatchMemory(size=16)
-    module = RetrievalModule(_net(), ROADMAPLoss(), memory=memory, multistage_chunk_size=chunk)
+    module = RetrievalModule(_net(), ROADMAPLoss(), memory=memory, multistage=_multistage(chunk))
     trainer = _trainer(fast_dev_run=1, precision="bf16-mixed")
     trainer.fit(module, datamodule=_datamodule())
     assert torch.isfinite(trainer.callback_metrics["train/loss"])
     assert len(memory) == 16 and memory.embeddings.dtype == torch.float32
+
+
+def test_proxy_loss_is_sized_from_the_training_set_and_the_net(tmp_path) -> None:
+    module = RetrievalModule(_net(), HAPPIERLoss())  # no num_classes / embedding_dim given
+    assert module.loss.cluster.proxies is None
+    trainer = _trainer(fast_dev_run=1)
+    data = _datamodule()
+    trainer.fit(module, datamodule=data)
+    assert module.loss.cluster.proxies.shape == (data.num_classes, 8)
+    trainer.save_checkpoint(tmp_path / "run.ckpt")
+    reloaded = RetrievalModule.load_from_checkpoint(tmp_path / "run.ckpt", net=_net(), loss=HAPPIERLoss())
+    torch.testing.assert_close(reloaded.loss.cluster.proxies, module.loss.cluster.proxies)
+
+
+def test_checkpoint_of_another_shape_is_refused_naming_tensors_and_keys(tmp_path) -> None:
+    module = RetrievalModule(_net(), HAPPIERLoss(num_classes=4, embedding_dim=8))
+    _trainer(fast_dev_run=1).fit(module, datamodule=_datamodule())
+    path = tmp_path / "run.ckpt"
+    module.trainer.save_checkpoint(path)
+    other = RetrievalModule(_net(), HAPPIERLoss(num_classes=5, embedding_dim=8))
+    message = r"`loss.cluster.proxies`: checkpoint \[4, 8\] vs configured model \[5, 8\].*data.train_dataset"
+    with pytest.raises(ValueError, match=message):
+        RetrievalModule.load_from_checkpoint(path, net=_net(), loss=HAPPIERLoss(num_classes=5, embedding_dim=8))
+    with pytest.raises(ValueError, match=message):
+        _trainer(max_epochs=2).fit(other, datamodule=_datamodule(), ckpt_path=path)
+
+
+def test_objects_from_python_are_not_pickled_into_hparams() -> None:
+    module = RetrievalModule(_net(), ROADMAPLoss(), memory=CrossBatchMemory(size=8), head_lr=0.1)
+    assert set(module.hparams) == {"lr_scheduler_interval", "head_lr", "loss_lr", "gather", "decomposability_gap",
+                                   "lr_scheduler", "metric", "multistage"}  # fmt: skip
+    assert module.hparams.head_lr == 0.1 and module.hparams.metric is None
+

@@ -10,20 +10,17 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
-from ranklit.data import RetrievalDataModule
+from ranklit.data import RetrievalDataModule, SyntheticHierarchy
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.models import ranking_images
 from ranklit.models.ranking_images import RankingGridLogger
+from tests.tiny import SMALL, tiny_datamodule
 
-SMALL = {"num_coarse": 2, "fine_per_parent": 4, "images_per_class": 4, "image_size": 16}
 
 
 def _datamodule(**kwargs: object) -> RetrievalDataModule:
-    return RetrievalDataModule(
-        dataset="SyntheticHierarchy", dataset_options=SMALL, batch_size=8, samples_per_class=4, image_size=16,
-        resize_size=16, crop_size=16, eval_batch_size=6, **kwargs,
-    )
+    return tiny_datamodule(p=2, size=16, eval_batch_size=6, **kwargs)
 
 
 def _module() -> RetrievalModule:
@@ -87,7 +84,7 @@ def test_grid_ranks_fixed_queries_against_the_validation_set(
     trainer = _trainer(wandb_logger, RankingGridLogger(num_queries=4, top_k=100), tmp_path)
     trainer.validate(_module(), datamodule=data, verbose=False)
     (call,) = seen
-    num_val = len(data._dataset("test", train=False))
+    num_val = len(data.val_dataset)
     assert call["ref_embeddings"].shape[0] == num_val and call["queries"].shape[0] == 4
     assert call["ids"].tolist() == [0, 5, 10, 15]  # evenly spaced, self excluded by id
     assert call["ref_ids"].tolist() == list(range(num_val))
@@ -105,11 +102,11 @@ def test_query_gallery_evaluation_ranks_against_the_gallery(
         return original(embeddings, labels, **kwargs)
 
     monkeypatch.setattr(ranking_images, "retrieve", spy)
-    data = _datamodule(gallery_split="train")
+    data = _datamodule(gallery_dataset=SyntheticHierarchy(split="train", **{**SMALL, "image_size": 16}))
     trainer = _trainer(wandb_logger, RankingGridLogger(num_queries=2, top_k=3), tmp_path)
     trainer.validate(_module(), datamodule=data, verbose=False)
     (call,) = seen
-    assert call["ref_embeddings"].shape[0] == len(data._dataset("train", train=False))
+    assert call["ref_embeddings"].shape[0] == len(data.gallery_dataset)
     assert "ids" not in call  # query and gallery are separate sets: nothing excluded
 
 
