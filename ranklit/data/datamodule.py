@@ -18,6 +18,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
+from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 
 __all__ = ["BatchSamplerFactory", "RetrievalDataModule"]
@@ -91,10 +92,10 @@ class RetrievalDataModule(L.LightningDataModule):
 
     def __init__(
         self,
-        train_dataset: Dataset | None = None,
-        val_dataset: Dataset | None = None,
-        test_dataset: Dataset | None = None,
-        gallery_dataset: Dataset | None = None,
+        train_dataset: RetrievalDataset | None = None,
+        val_dataset: RetrievalDataset | None = None,
+        test_dataset: RetrievalDataset | None = None,
+        gallery_dataset: RetrievalDataset | None = None,
         batch_sampler: BatchSamplerFactory | None = None,
         root: str | None = None,
         eval_batch_size: int = 128,

@@ -10,8 +10,7 @@ import torch
 from ranklit.cli import main
 from ranklit.models import RetrievalModule
 from tests.cli.test_cli import TINY
-
-SMALL_DATA = "--data.dataset_options={levels: 2, num_coarse: 2, fine_per_parent: 4, images_per_class: 4, image_size: 32}"
+from tests.tiny import synthetic_args
 
 
 @pytest.mark.parametrize(("config", "loss_name"), [("quickstart.yaml", "ROADMAPLoss"),
@@ -19,8 +18,9 @@ SMALL_DATA = "--data.dataset_options={levels: 2, num_coarse: 2, fine_per_parent:
 def test_checkpoint_reloads_without_arguments_and_tests(config: str, loss_name: str, tmp_path: Path,
                                                         monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    common = [*TINY, SMALL_DATA, "--data.batch_size=8", "--baseline_validation=false"]
-    main(["fit", "--config", config, *common, "--trainer.max_epochs=1", "--data.batches_per_epoch=1",
+    common = [*TINY, *synthetic_args(), "--data.batch_sampler.init_args.p=2", "--baseline_validation=false"]
+    main(["fit", "--config", config, *common, "--trainer.max_epochs=1",
+          "--data.batch_sampler.init_args.batches_per_epoch=1",
           f"--trainer.default_root_dir={tmp_path}"])
     checkpoint = next(tmp_path.rglob("last.ckpt"))
     model = RetrievalModule.load_from_checkpoint(checkpoint)  # weights_only: nothing but configs in hparams

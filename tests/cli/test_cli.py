@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ranklit.cli import CONFIG_DIR, main
+from ranklit.cli import config_dir, main
+from tests.tiny import synthetic_args
 
-CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
+CONFIGS = sorted(config_dir().glob("*.yaml"))
 TINY = [
     "--model.net.init_args.backbone=test_resnet",
     "--model.net.init_args.pretrained=false",
@@ -42,10 +43,62 @@ def test_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
         assert subcommand in out
 
 
-def test_console_script_is_installed() -> None:
+def test_fit_help_is_short_and_quiet() -> None:
     result = subprocess.run(["ranklit", "fit", "--help"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "--config" in result.stdout
+    assert "--config" in result.stdout and "--data.batch_sampler" in result.stdout
+    assert "ranklit.data.ClassFolderDataset" in result.stdout  # every dataset is listed for the dataset options
+    assert len(result.stdout.splitlines()) < 800
+    assert "Warning" not in result.stderr, result.stderr
+
+
+def test_configs_subcommand_lists_every_config_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["configs"])
+    out = capsys.readouterr().out
+    for config in CONFIGS:
+        assert config.name in out
+    assert "Quick start: ROADMAP on the built-in synthetic hierarchy" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "key"),
+    [
+        ("--data.train_dataset.init_args.levls=2", "levls"),
+        ("--data.batch_sampler.init_args.q=3", "q"),
+        ("--model.loss.init_args.tua=0.1", "tua"),
+    ],
+)
+def test_typo_inside_init_args_is_rejected_at_parse_time(
+    option: str, key: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "quickstart.yaml", option, "--print_config"])
+    assert exit_info.value.code != 0
+    assert f"'{key}' is not accepted" in capsys.readouterr().err
+
+
+def test_top_level_optimizer_is_refused_with_the_key_to_use(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "quickstart.yaml", "--optimizer=torch.optim.SGD", "--optimizer.lr=0.1"])
+    assert exit_info.value.code != 0
+    assert "set `--model.optimizer` instead" in capsys.readouterr().err
+
+
+def test_quick_start_prints_no_warning_of_ranklit(tmp_path: Path) -> None:
+    args = ["ranklit", "fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--trainer.fast_dev_run=1"]
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [line for line in result.stderr.splitlines() if "warn" in line.lower()]
+    assert not [line for line in warnings if "ranklit" in line or "LightningCLI" in line], warnings
+
+
+def test_each_run_writes_its_config_into_its_own_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    small = [*TINY[:-1], *synthetic_args(), "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1"]
+    for _ in range(2):
+        main(["fit", "--config", "quickstart.yaml", *small, "--trainer.max_epochs=1", "--baseline_validation=false"])
+    configs = sorted(tmp_path.glob("runs/quickstart/version_*/config.yaml"))
+    assert [c.parent.name for c in configs] == ["version_0", "version_1"]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
@@ -65,7 +118,7 @@ def test_bare_config_name_is_found_in_configs_dir(capsys: pytest.CaptureFixture[
 
 def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["fit", "--config", "quickstart.yaml", "--data.batch_sise=32"])
+        main(["fit", "--config", "quickstart.yaml", "--data.eval_batch_sise=32"])
     assert exit_info.value.code != 0
     assert "batch_sise" in capsys.readouterr().err
 

@@ -17,27 +17,42 @@ from typing import Any
 import pytest
 import yaml
 
-from ranklit.cli import CONFIG_DIR, RanklitCLI
+from ranklit.cli import RanklitCLI, config_dir
 from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler, RetrievalDataModule
 from ranklit.models import RetrievalModule
 from tests.data import layouts
+from tests.tiny import SMALL
 
-CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
+CONFIGS = sorted(config_dir().glob("*.yaml"))
 EXPERIMENTS = [c for c in CONFIGS if not c.name.startswith("quickstart")]
 MONITORED = {"val/map_at_r", "val/hap", "val/map"}
+DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 
 
 def _load(config: Path) -> dict[str, Any]:
     return yaml.safe_load(config.read_text())
 
 
-def _landmarks_csv(root: Path, options: dict[str, Any]) -> None:
-    """A ``path,label,split`` CSV (the generic format the listwise-AP config reads) with 3 train and 2 val classes."""
-    rows = [(f"img/{c}/{i}.jpg", c, "train" if c < 3 else "val") for c in range(5) for i in range(2)]
+def _dataset_class(data: dict[str, Any]) -> str:
+    return str(data["train_dataset"]["class_path"]).rsplit(".", 1)[1]
+
+
+def _csv(root: Path, data: dict[str, Any]) -> None:
+    """A ``path,label,split`` CSV (the generic format) with 3 classes in the training split, 2 in the other one."""
+    options = data["train_dataset"]["init_args"]
+    other = data["val_dataset"]["init_args"]["split"]
+    rows = [(f"img/{c}/{i}.jpg", c, options["split"] if c < 3 else other) for c in range(5) for i in range(2)]
     for i, (path, _, _) in enumerate(rows):
         layouts.jpeg(root / path, i)
     lines = ["path,label,split", *(",".join(map(str, row)) for row in rows)]
     (root / str(options.get("csv_file", "dataset.csv"))).write_text("\n".join(lines) + "\n")
+
+
+def _class_folders(root: Path, data: dict[str, Any]) -> None:
+    """One folder per class (6 classes of 2 images), split by class by the datasets' `train_fraction`."""
+    for c in range(6):
+        for i in range(2):
+            layouts.jpeg(root / f"class{c}" / f"{i}.jpg", 2 * c + i)
 
 
 FIXTURES: dict[str, Callable[[Path, dict[str, Any]], object]] = {
@@ -47,7 +62,8 @@ FIXTURES: dict[str, Callable[[Path, dict[str, Any]], object]] = {
     "InShop": lambda root, _: layouts.inshop(root),
     "VehicleID": lambda root, _: layouts.vehicleid(root),
     "DyML": lambda root, _: layouts.dyml(root),
-    "CSVDataset": _landmarks_csv,
+    "CSVDataset": _csv,
+    "ClassFolderDataset": _class_folders,
 }
 
 
@@ -60,23 +76,24 @@ def _tiny(model: dict[str, Any]) -> list[str]:
         "--data.image_size=32",
         "--data.resize_size=32",
         "--data.crop_size=32",
-        "--data.batch_size=4",
-        "--data.samples_per_class=2",
+        "--data.batch_sampler.init_args.p=2",
+        "--data.batch_sampler.init_args.k=2",
         "--data.eval_batch_size=16",
         "--data.num_workers=0",
         "--trainer.accelerator=cpu",
         "--trainer.devices=1",
         "--trainer.fast_dev_run=1",
     ]
-    if model.get("multistage_chunk_size"):
-        overrides.append("--model.multistage_chunk_size=2")  # 2 chunks per batch: the three stages all run
+    if model.get("multistage"):
+        overrides.append("--model.multistage.init_args.chunk_size=2")  # 2 chunks per batch: the three stages all run
     return overrides
 
 
 def _synthetic(data: dict[str, Any]) -> list[str]:
-    levels = (data.get("dataset_options") or {}).get("levels", 2)
-    options = {"levels": levels, "num_coarse": 2, "fine_per_parent": 4, "images_per_class": 4, "image_size": 32}
-    return [f"--data.dataset_options={yaml.safe_dump(options, default_flow_style=True).strip()}"]
+    levels = data["train_dataset"]["init_args"].get("levels", 2)
+    options = {**SMALL, "levels": levels, "images_per_class": 4}
+    return [f"--data.{name}.init_args.{key}={value}" for name in DATASETS if data.get(name) for key, value in
+            options.items()]  # fmt: skip
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
@@ -84,25 +101,26 @@ def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path
     raw = _load(config)
     data, model = raw["data"], raw["model"]
     monkeypatch.chdir(tmp_path)  # the CSV logger and checkpoints write under ./runs
-    monkeypatch.setattr(sys, "argv", ["ranklit"])  # pytest's own arguments are not the CLI's
-    if data["dataset"] == "SyntheticHierarchy":
+    name = _dataset_class(data)
+    if name == "SyntheticHierarchy":
         dataset_args = _synthetic(data)
     else:
-        assert data["dataset"] in FIXTURES, f"{config.name}: add a fixture for {data['dataset']} to this test module"
+        assert name in FIXTURES, f"{config.name}: add a fixture for {name} to this test module"
         root = tmp_path / "dataset"
         root.mkdir()
-        FIXTURES[data["dataset"]](root, data.get("dataset_options") or {})
+        FIXTURES[name](root, data)
         dataset_args = [f"--data.root={root}"]
     args = ["fit", "--config", str(config), *_tiny(model), *dataset_args]
-    cli = RanklitCLI(RetrievalModule, RetrievalDataModule, args=args, save_config_kwargs={"overwrite": True})
+    monkeypatch.setattr(sys, "argv", ["ranklit", *args])
+    cli = RanklitCLI(RetrievalModule, RetrievalDataModule, save_config_kwargs={"overwrite": True})
     assert cli.trainer.global_step == 1
     for callback in raw["trainer"].get("callbacks", []):  # the monitored metric is one the validation logs
         if callback["class_path"].endswith("ModelCheckpoint"):
             assert callback["init_args"]["monitor"] in cli.trainer.callback_metrics
     _check_optimisation(cli, model)
     sampler = cli.trainer.train_dataloader.batch_sampler
-    kinds = {"pk": PKSampler, "hierarchical": HierarchicalSampler, "category": CategorySampler}
-    assert isinstance(sampler, kinds[data.get("sampler", "pk")])
+    kinds = {"PKSampler": PKSampler, "HierarchicalSampler": HierarchicalSampler, "CategorySampler": CategorySampler}
+    assert isinstance(sampler, kinds[data["batch_sampler"]["class_path"].rsplit(".", 1)[1]])
 
 
 def _check_optimisation(cli: RanklitCLI, model: dict[str, Any]) -> None:
@@ -136,7 +154,7 @@ def test_experiment_config_conventions(config: Path) -> None:
     assert str(data["root"]).startswith("data/"), "data.root is a placeholder under data/, documented in a comment"
     assert "expected layout" in config.read_text().lower()
     loss_args = model["loss"].get("init_args") or {}
-    assert not {"num_classes", "embedding_dim"} & set(loss_args), "linked by the CLI from data and net"
+    assert not {"num_classes", "embedding_dim"} & set(loss_args), "set at fit time from the training set and net"
     assert isinstance(model["net"]["init_args"].get("pretrained"), bool)
 
 
@@ -147,7 +165,7 @@ def test_schedule_spans_the_training(config: Path) -> None:
     if scheduler is None:
         return
     if raw["model"].get("lr_scheduler_interval", "epoch") == "step":  # the schedule counts optimiser steps
-        epochs *= raw["data"]["batches_per_epoch"]
+        epochs *= raw["data"]["batch_sampler"]["init_args"]["batches_per_epoch"]
     name, args = scheduler["class_path"].rsplit(".", 1)[1], scheduler["init_args"]
     length = {"CosineAnnealingLR": "T_max", "WarmupCosineLR": "max_epochs", "LinearLR": "total_iters"}
     if name in length:

@@ -10,18 +10,15 @@ from ranklit.cli import main
 from ranklit.data import SyntheticHierarchy
 from ranklit.models import load_predictions
 from tests.cli.test_cli import TINY
-
-OPTIONS = "{levels: 2, num_coarse: 2, fine_per_parent: 4, images_per_class: 4, image_size: 32}"
+from tests.tiny import SMALL, synthetic_args
 
 
 def test_predict_writes_every_test_sample_once(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "emb" / "test.pt"
-    main(["predict", "--config", "quickstart.yaml", *TINY, f"--data.dataset_options={OPTIONS}",
-          f"--predictions_path={out}"])
+    main(["predict", "--config", "quickstart.yaml", *TINY, *synthetic_args(), f"--predictions_path={out}"])
     predictions = load_predictions(out)
-    expected = SyntheticHierarchy(split="test", levels=2, num_coarse=2, fine_per_parent=4, images_per_class=4,
-                                  image_size=32)
+    expected = SyntheticHierarchy(split="test", **SMALL)
     assert predictions["embeddings"].shape == (len(expected), 128)
     assert torch.equal(predictions["index"], torch.arange(len(expected)))
     assert torch.equal(predictions["labels"], expected.labels)

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from ranklit.data.datasets import SyntheticHierarchy
+from tests.tiny import synthetic_args
 
 OPTIONS = {"levels": 2, "num_coarse": 4, "fine_per_parent": 8, "images_per_class": 8, "image_size": 32}
 
 
 MULTISTAGE_AND_MEMORY = [
-    "--model.multistage_chunk_size=8",
+    "--model.multistage=ranklit.training.MultistageBackprop",
+    "--model.multistage.chunk_size=8",
     "--model.memory=ranklit.training.CrossBatchMemory",
     "--model.memory.size=96",
     "--model.decomposability_gap=true",
@@ -29,9 +31,9 @@ def test_quickstart_runs_under_two_process_ddp(tmp_path: Path, extra: list[str])
         "ranklit", "fit", "--config", "quickstart.yaml",
         "--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.strategy=ddp",
         "--model.net.init_args.backbone=test_resnet",
-        *[f"--data.dataset_options.{key}={value}" for key, value in OPTIONS.items()],
-        "--data.batch_size=32", "--data.image_size=32", "--data.resize_size=32", "--data.crop_size=32",
-        "--data.batches_per_epoch=6", "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1",
+        *synthetic_args(**OPTIONS),
+        "--data.image_size=32", "--data.resize_size=32", "--data.crop_size=32",
+        "--data.batch_sampler.init_args.batches_per_epoch=6", "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1",
         "--trainer.log_every_n_steps=1", "--trainer.enable_checkpointing=false",
         "--trainer.callbacks=null", "--baseline_validation=false",
         f"--trainer.logger.init_args.save_dir={tmp_path}",

@@ -1,6 +1,6 @@
 """Readers of the benchmark datasets in their official on-disk layouts, and the built-in synthetic dataset."""
 
-from ranklit.data.datasets.base import ImageRetrievalDataset
+from ranklit.data.datasets.base import ImageRetrievalDataset, RetrievalDataset
 from ranklit.data.datasets.csv_dataset import CSVDataset
 from ranklit.data.datasets.cub import CUB200
 from ranklit.data.datasets.dyml import DyML
@@ -20,6 +20,7 @@ __all__ = [
     "DyML",
     "INaturalist2018",
     "ImageRetrievalDataset",
+    "RetrievalDataset",
     "InShop",
     "RevisitedLandmarks",
     "StanfordOnlineProducts",

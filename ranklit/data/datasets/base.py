@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 __all__ = [
     "ImageRetrievalDataset",
+    "RetrievalDataset",
     "IMAGE_EXTENSIONS",
     "contiguous_labels",
     "load_image",
@@ -87,7 +88,16 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     return {"image": image if transform is None else transform(image), "label": label, "index": index}
 
 
-class ImageRetrievalDataset(Dataset):
+class RetrievalDataset(Dataset):
+    """What every ranklit dataset is: items ``{"image", "label", "index"}``, a ``labels`` tensor ``[N]`` or ``[N, L]``
+    (column 0 finest) and a settable ``transform``. The datamodule, the samplers and the proxy losses rely on it;
+    the ``ranklit`` CLI accepts its subclasses as ``data.*_dataset``."""
+
+    labels: Tensor
+    transform: Callable[[Any], Any] | None
+
+
+class ImageRetrievalDataset(RetrievalDataset):
     """Base class of the on-disk readers: images listed in ``paths`` with a ``labels`` tensor.
 
     Subclasses set ``SPLITS`` (accepted ``split`` values; empty: any), ``LAYOUT`` (the expected files, for error

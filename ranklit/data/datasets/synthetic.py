@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor
-from torch.utils.data import Dataset
+from ranklit.data.datasets.base import RetrievalDataset
 
 __all__ = ["SyntheticHierarchy"]
 
@@ -59,7 +59,7 @@ def _rgb(hue: float, saturation: float = 0.85, value: float = 0.9) -> Tensor:
     return torch.tensor(colorsys.hsv_to_rgb(hue % 1.0, saturation, value))
 
 
-class SyntheticHierarchy(Dataset):
+class SyntheticHierarchy(RetrievalDataset):
     """Procedural shapes with a label hierarchy (column 0 finest), class-disjoint train/test splits.
 
     Args:
