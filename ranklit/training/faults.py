@@ -60,7 +60,12 @@ class FaultTolerance(OnExceptionCheckpoint):
             check before a checkpoint is written always runs.
     """
 
-    def __init__(self, dirpath: str | os.PathLike, filename: str = "interrupted", check_every_n_steps: int = 1) -> None:
+    def __init__(
+        self,
+        dirpath: str | os.PathLike,
+        filename: str = "interrupted",
+        check_every_n_steps: int = 1,
+    ) -> None:
         super().__init__(dirpath, filename)
         if isinstance(check_every_n_steps, bool) or not isinstance(check_every_n_steps, int) or check_every_n_steps < 1:
             raise ValueError(f"`check_every_n_steps` must be a positive integer, got {check_every_n_steps!r}.")
@@ -79,19 +84,30 @@ class FaultTolerance(OnExceptionCheckpoint):
 
     @override
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: Any) -> None:
-        if self._due(trainer) and not str(trainer.precision).startswith("16"):
-            if name := first_non_finite((n, p.grad) for n, p in pl_module.named_parameters()):
-                self._stop(trainer, "gradient of", name)
+        if not self._due(trainer) or str(trainer.precision).startswith("16"):
+            return
+        if name := first_non_finite((n, p.grad) for n, p in pl_module.named_parameters()):
+            self._stop(trainer, "gradient of", name)
 
     @override
     def on_train_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
     ) -> None:
         if self._due(trainer):
             self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
 
     @override
-    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+    def on_save_checkpoint(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        checkpoint: dict[str, Any],
+    ) -> None:
         self._check_weights(trainer, checkpoint.get("state_dict", {}).items())
 
     def _check_weights(self, trainer: L.Trainer, tensors: Iterable[tuple[str, Tensor]]) -> None:

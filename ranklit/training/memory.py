@@ -34,7 +34,12 @@ class _Storage:
     def allocate(cls, size: int, embeddings: Tensor, labels: Tensor) -> _Storage:
         device = embeddings.device
         return cls(
-            embeddings=torch.zeros(size, embeddings.shape[1], dtype=compute_dtype(embeddings.dtype), device=device),
+            embeddings=torch.zeros(
+                size,
+                embeddings.shape[1],
+                dtype=compute_dtype(embeddings.dtype),
+                device=device,
+            ),
             labels=torch.zeros(size, *labels.shape[1:], dtype=torch.long, device=device),
             ids=torch.zeros(size, dtype=torch.long, device=device),
             filled=torch.zeros(size, dtype=torch.bool, device=device),
@@ -135,8 +140,11 @@ class CrossBatchMemory:
             self.reset()
             return
         store = _Storage(*(state[name] for name in _STATE))
-        if not (store.embeddings.ndim == 2 and store.filled.dtype == torch.bool
-                and all(getattr(store, name).shape[0] == self.size for name in _STATE)):
+        if not (
+            store.embeddings.ndim == 2
+            and store.filled.dtype == torch.bool
+            and all(getattr(store, name).shape[0] == self.size for name in _STATE)
+        ):
             raise ValueError(
                 f"`state` of the cross-batch memory must hold {self.size} rows of embeddings [size, D], labels, ids "
                 f"and a boolean `filled`, got embeddings {tuple(store.embeddings.shape)}."
@@ -234,7 +242,12 @@ class CrossBatchMemory:
             return embeddings, labels, ids
         others = store.filled & ~torch.isin(store.ids, ids.to(store.ids.device))
         return (
-            torch.cat([embeddings.to(store.embeddings.dtype), store.embeddings[others].to(embeddings.device)]),
+            torch.cat(
+                [
+                    embeddings.to(store.embeddings.dtype),
+                    store.embeddings[others].to(embeddings.device),
+                ]
+            ),
             torch.cat([labels.long(), store.labels[others].to(labels.device)]),
             torch.cat([ids.long(), store.ids[others].to(ids.device)]),
         )

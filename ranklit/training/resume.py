@@ -51,8 +51,13 @@ def random_states() -> dict[str, Any]:
     name, keys, position, has_gauss, cached = np.random.get_state()
     states: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "position": int(position),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "numpy": {
+            "name": name,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "python": random.getstate(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -65,7 +70,15 @@ def set_random_states(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["torch"])
     numpy = states["numpy"]
     keys = numpy["keys"].numpy().astype(np.uint32)
-    np.random.set_state((numpy["name"], keys, numpy["position"], numpy["has_gauss"], numpy["cached_gaussian"]))
+    np.random.set_state(
+        (
+            numpy["name"],
+            keys,
+            numpy["position"],
+            numpy["has_gauss"],
+            numpy["cached_gaussian"],
+        )
+    )
     random.setstate(_as_tuples(states["python"]))
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
@@ -116,7 +129,13 @@ class ResumableTraining(Callback):
         self._trainer = trainer
 
     @override
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         self._before_batch = random_states()
 
     @override
@@ -173,7 +192,10 @@ class ResumableTraining(Callback):
         if memory is not None and state is not None:
             memory.load_state_dict(state)
         elif memory is not None:
-            warnings.warn("The checkpoint holds no cross-batch memory: the memory starts empty.", stacklevel=2)
+            warnings.warn(
+                "The checkpoint holds no cross-batch memory: the memory starts empty.",
+                stacklevel=2,
+            )
         elif state is not None:
             raise ValueError(
                 "The checkpoint holds a cross-batch memory but the model has none (`memory: null`): resume with the "

@@ -62,7 +62,10 @@ def test_huge_learning_rate_stops_naming_the_tensor_and_step(tmp_path: Path) -> 
 def test_non_finite_batchnorm_buffer_is_named(tmp_path: Path) -> None:
     model = _Model()
     model.layers[1].running_var.fill_(float("inf"))
-    with pytest.raises(FloatingPointError, match="parameter or buffer `layers.1.running_var` at global step 1"):
+    with pytest.raises(
+        FloatingPointError,
+        match="parameter or buffer `layers.1.running_var` at global step 1",
+    ):
         _fit(tmp_path, model, _Images())
 
 
@@ -74,7 +77,9 @@ def test_no_checkpoint_with_non_finite_weights_is_written(tmp_path: Path) -> Non
     assert not (tmp_path / "manual.ckpt").exists()
 
 
-def test_corrupt_image_saves_a_resumable_checkpoint_then_names_the_file(tmp_path: Path) -> None:
+def test_corrupt_image_saves_a_resumable_checkpoint_then_names_the_file(
+    tmp_path: Path,
+) -> None:
     bad = tmp_path / "broken.jpg"
     bad.write_bytes(b"not a jpeg")
     with pytest.raises(ValueError, match="Could not decode image .*broken.jpg"):

@@ -51,7 +51,7 @@ def _validation(save_dir: Path) -> list[dict[str, float]]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(args, cwd=cwd, env=_environment(), capture_output=True, text=True, timeout=400)
+    result = subprocess.run(args, check=False, cwd=cwd, env=_environment(), capture_output=True, text=True, timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
