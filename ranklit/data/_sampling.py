@@ -153,7 +153,22 @@ class _EpochForwarder:
 
 
 class EpochBatchSampler(Sampler[list[int]]):
-    """Shared machinery: epoch seeding, rank split, length, and the guard against Lightning's sampler injection."""
+    """Shared machinery: epoch seeding, rank split, length, resumable position, and the guard against Lightning's
+    sampler injection.
+
+    **Position and resumption.** ``iter(sampler)`` does nothing yet: the plan of the epoch is built at the first
+    ``next()``, from the epoch selected at that moment, so Lightning may call ``iter()`` before ``set_epoch()`` (it
+    does when it resumes a run). The sampler keeps its position, ``state_dict() == {"epoch": e, "batches": n, ...}``:
+    ``n`` batches of epoch ``e`` were handed out (or skipped on resumption). ``load_state_dict`` puts a fresh sampler
+    at that position: its next iteration yields the batches ``n, n + 1, ...`` of epoch ``e`` (epoch ``e + 1`` from
+    its start if epoch ``e`` was complete), and the following epochs are the uninterrupted run's own.
+
+    "Handed out" is not "trained": a ``DataLoader`` with workers draws ``prefetch_factor × num_workers`` batches
+    ahead, so a checkpoint must store the number of batches the *trainer* finished instead.
+    :class:`ranklit.training.ResumableTraining` overwrites ``batches`` with the count of Lightning's loop progress.
+    ``set_epoch`` with another epoch starts that epoch from its first batch; with the epoch already selected (what
+    Lightning does after a resumption) it keeps the position.
+    """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EpochBatchSampler:
         # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when
@@ -172,17 +187,73 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
         self.rank, self.world_size = process_group(rank, world_size)
         self.sampler = _EpochForwarder(self)
+        self._batches = 0  # batches of `epoch` handed out or skipped: the position the next iteration starts from
 
     def set_epoch(self, epoch: int) -> None:
-        """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch)."""
-        self.epoch = int(epoch)
+        """Select the epoch whose batches the next iteration yields (Lightning calls it before every epoch).
+
+        Another epoch than the selected one starts from its first batch; the selected one keeps its position.
+        """
+        if int(epoch) != self.epoch:
+            self.epoch, self._batches = int(epoch), 0
 
     def __len__(self) -> int:
         return self.num_batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        plan = self._plan(torch.Generator().manual_seed(self.seed + self.epoch))
-        return itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
+        return self._iterate()  # a generator: the plan is built at the first `next()`, with the epoch selected then
+
+    def _iterate(self) -> Iterator[list[int]]:
+        epoch, start = self.epoch, self._batches
+        plan = self._plan(torch.Generator().manual_seed(self.seed + epoch))
+        mine = itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
+        self._batches = 0 if start >= self.num_batches else start  # a finished position means a new pass
+        for batch in itertools.islice(mine, self._batches, None):
+            self._batches += 1
+            yield batch
+
+    def state_dict(self) -> dict[str, int]:
+        """The position (``epoch``, ``batches`` handed out) and the settings it depends on, as plain integers.
+
+        Example:
+            >>> from ranklit.data import PKSampler
+            >>> sampler = PKSampler(torch.arange(8) // 2, p=2, k=2)
+            >>> batches = iter(sampler); first = next(batches)
+            >>> state = sampler.state_dict(); state["epoch"], state["batches"]
+            (0, 1)
+            >>> resumed = PKSampler(torch.arange(8) // 2, p=2, k=2); resumed.load_state_dict(state)
+            >>> list(resumed) == list(batches)
+            True
+        """
+        return {
+            "epoch": self.epoch,
+            "batches": self._batches,
+            "seed": self.seed,
+            "num_batches": self.num_batches,
+            "world_size": self.world_size,
+        }
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Resume at the position of :meth:`state_dict` (``batches`` may be replaced by the batches trained).
+
+        Raises:
+            ValueError: ``state`` lacks a key, holds a negative position, or comes from a sampler with another seed,
+                number of batches or world size (its batches would not be the interrupted run's).
+        """
+        missing = sorted({"epoch", "batches", "seed", "num_batches", "world_size"} - set(state))
+        if missing:
+            raise ValueError(f"`state` of {type(self).__name__} lacks {missing}; pass what `state_dict()` returned.")
+        for key in ("seed", "num_batches", "world_size"):
+            if int(state[key]) != getattr(self, key):
+                raise ValueError(
+                    f"`state` was saved by a {type(self).__name__} with {key}={int(state[key])}, this one has "
+                    f"{key}={getattr(self, key)}: resume with the sampler settings (and number of processes) of the "
+                    "interrupted run."
+                )
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        if epoch < 0 or batches < 0:
+            raise ValueError(f"`state` holds a negative position: epoch={epoch}, batches={batches}.")
+        self.epoch, self._batches = (epoch + 1, 0) if batches >= self.num_batches else (epoch, batches)
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         raise NotImplementedError

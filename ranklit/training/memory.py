@@ -10,6 +10,7 @@ epoch is never ranked next to its fresh one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -33,7 +34,12 @@ class _Storage:
     def allocate(cls, size: int, embeddings: Tensor, labels: Tensor) -> _Storage:
         device = embeddings.device
         return cls(
-            embeddings=torch.zeros(size, embeddings.shape[1], dtype=compute_dtype(embeddings.dtype), device=device),
+            embeddings=torch.zeros(
+                size,
+                embeddings.shape[1],
+                dtype=compute_dtype(embeddings.dtype),
+                device=device,
+            ),
             labels=torch.zeros(size, *labels.shape[1:], dtype=torch.long, device=device),
             ids=torch.zeros(size, dtype=torch.long, device=device),
             filled=torch.zeros(size, dtype=torch.bool, device=device),
@@ -41,6 +47,12 @@ class _Storage:
 
     def stored(self, name: str) -> Tensor:
         return getattr(self, name)[self.filled]
+
+    def to(self, device: torch.device) -> _Storage:
+        return _Storage(*(getattr(self, name).to(device) for name in _STATE))
+
+
+_STATE = ("embeddings", "labels", "ids", "filled")
 
 
 class CrossBatchMemory:
@@ -52,8 +64,10 @@ class CrossBatchMemory:
     embeddings carry no gradient; they drift slowly when the learning rate is small, which is XBM's premise.
 
     The storage is created on the first :meth:`enqueue`, on the device of the embeddings, in their computation dtype
-    (float32 under bf16/fp16 autocast, float64 stays). It is not part of checkpoints: after a restart it refills in
-    ``size / batch`` steps. Under DDP every rank enqueues the same gathered batch, so the memories stay identical.
+    (float32 under bf16/fp16 autocast, float64 stays). :meth:`state_dict`/:meth:`load_state_dict` carry it (storage and
+    FIFO pointer) into checkpoints, so a resumed run ranks against the same memory as the uninterrupted one
+    (:class:`ranklit.training.ResumableTraining` does it). Under DDP every rank enqueues the same gathered batch, so
+    the memories stay identical and one copy is saved.
 
     Memory: ``size × (D × 4 + 8 (L + 1))`` bytes. Time per step: one ``O(size)`` id lookup; the loss then ranks
     ``Q`` queries against up to ``size + B`` items.
@@ -91,6 +105,53 @@ class CrossBatchMemory:
         """Empty the memory (the storage is re-created on the next :meth:`enqueue`)."""
         self._store: _Storage | None = None
         self._pointer = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """The memory's content: ``size``, the FIFO ``pointer`` and, once allocated, its buffers (detached tensors).
+
+        Example:
+            >>> memory = CrossBatchMemory(size=4)
+            >>> memory.enqueue(torch.eye(2), torch.tensor([0, 1]), torch.tensor([7, 8]))
+            >>> restored = CrossBatchMemory(size=4); restored.load_state_dict(memory.state_dict())
+            >>> restored.ids.tolist(), restored.state_dict()["pointer"]
+            ([7, 8], 2)
+        """
+        state: dict[str, Any] = {"size": self.size, "pointer": self._pointer}
+        if self._store is not None:
+            state |= {name: getattr(self._store, name).detach().clone() for name in _STATE}
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into this memory (fresh or not); the buffers keep the device they come on and
+        move to the embeddings' device at the next :meth:`enqueue`.
+
+        Raises:
+            ValueError: another ``size``, a malformed state, or buffers whose embedding dimension or label shape
+                differ from those this memory already holds.
+        """
+        if not {"size", "pointer"} <= set(state):
+            raise ValueError("`state` of the cross-batch memory needs `size` and `pointer`; pass `state_dict()`.")
+        if int(state["size"]) != self.size:
+            raise ValueError(
+                f"The checkpoint holds a cross-batch memory of size {int(state['size'])}, this one has size "
+                f"{self.size}: resume with `memory.size: {int(state['size'])}` (or start a new run)."
+            )
+        if not set(_STATE) <= set(state):
+            self.reset()
+            return
+        store = _Storage(*(state[name] for name in _STATE))
+        if not (
+            store.embeddings.ndim == 2
+            and store.filled.dtype == torch.bool
+            and all(getattr(store, name).shape[0] == self.size for name in _STATE)
+        ):
+            raise ValueError(
+                f"`state` of the cross-batch memory must hold {self.size} rows of embeddings [size, D], labels, ids "
+                f"and a boolean `filled`, got embeddings {tuple(store.embeddings.shape)}."
+            )
+        if self._store is not None:
+            self._check(store.embeddings[:1], store.labels[:1], store.ids[:1])
+        self._store, self._pointer = store, int(state["pointer"]) % self.size
 
     def __len__(self) -> int:
         """Number of stored entries."""
@@ -149,6 +210,8 @@ class CrossBatchMemory:
         self._check(embeddings, labels, ids)
         if self._store is None:
             self._store = _Storage.allocate(self.size, embeddings, labels)
+        elif self._store.ids.device != embeddings.device:  # restored from a checkpoint on another device
+            self._store = self._store.to(embeddings.device)
         store = self._store
         device = store.ids.device
         keep = latest_per_id(ids)[-self.size :]  # one entry per sample: its last copy in the batch
@@ -179,7 +242,12 @@ class CrossBatchMemory:
             return embeddings, labels, ids
         others = store.filled & ~torch.isin(store.ids, ids.to(store.ids.device))
         return (
-            torch.cat([embeddings.to(store.embeddings.dtype), store.embeddings[others].to(embeddings.device)]),
+            torch.cat(
+                [
+                    embeddings.to(store.embeddings.dtype),
+                    store.embeddings[others].to(embeddings.device),
+                ]
+            ),
             torch.cat([labels.long(), store.labels[others].to(labels.device)]),
             torch.cat([ids.long(), store.ids[others].to(ids.device)]),
         )

@@ -106,3 +106,32 @@ def test_invalid_arguments_are_rejected() -> None:
     memory.enqueue(*_batch([0, 1], seed=0))
     with pytest.raises(ValueError, match="dimension 4"):
         memory.enqueue(torch.randn(2, 3), torch.tensor([0, 1]), torch.tensor([2, 3]))
+
+
+def test_state_round_trip_into_a_fresh_memory() -> None:
+    memory = CrossBatchMemory(size=5)
+    for step, ids in enumerate([[0, 1, 2], [3, 4, 5], [2, 6]]):
+        memory.enqueue(*_batch(ids, seed=step))
+    restored = CrossBatchMemory(size=5)
+    restored.load_state_dict(memory.state_dict())
+    for name in ("embeddings", "labels", "ids"):
+        torch.testing.assert_close(getattr(restored, name), getattr(memory, name))
+    for target in (memory, restored):  # the FIFO continues identically: same pointer, same evictions
+        target.enqueue(*_batch([7, 8, 9], seed=9))
+    assert restored.ids.tolist() == memory.ids.tolist()
+    empty = CrossBatchMemory(size=5)
+    empty.load_state_dict(CrossBatchMemory(size=5).state_dict())
+    assert len(empty) == 0
+
+
+def test_state_of_another_size_or_dimension_is_rejected() -> None:
+    memory = CrossBatchMemory(size=4)
+    memory.enqueue(*_batch([0, 1], seed=0))
+    with pytest.raises(ValueError, match="size 4, this one has size 6"):
+        CrossBatchMemory(size=6).load_state_dict(memory.state_dict())
+    other = CrossBatchMemory(size=4)
+    other.enqueue(torch.randn(2, 3, dtype=torch.float64), torch.tensor([0, 1]), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="dimension 3"):
+        other.load_state_dict(memory.state_dict())
+    with pytest.raises(ValueError, match="needs `size` and `pointer`"):
+        other.load_state_dict({"size": 4})
