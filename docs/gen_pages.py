@@ -12,6 +12,7 @@ from pathlib import Path
 
 import mkdocs_gen_files
 import torch
+from matplotlib.figure import Figure
 from torch.nn.functional import normalize
 
 import ranklit.losses
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def _save(fig, name: str) -> None:  # noqa: ANN001 (a matplotlib Figure)
+def _save(fig: Figure, name: str) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     with mkdocs_gen_files.open(f"figures/{name}", "wb") as out:

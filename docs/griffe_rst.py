@@ -66,7 +66,7 @@ def _blocks(text: str) -> str:
         line = lines[i]
         stripped = line.rstrip()
         is_math = stripped.strip() == ".. math::"
-        is_literal = stripped.endswith("::") and not is_math and stripped.strip() != "::" or stripped.strip() == "::"
+        is_literal = stripped.endswith("::") and not is_math
         if not (is_math or is_literal):
             out.append(line)
             i += 1

@@ -70,7 +70,7 @@ def test_train_flip_mirrors_half_of_the_images() -> None:
     outs = [transform(image) for _ in range(400)]
     flipped = [torch.allclose(out, plain.flip(-1), atol=1e-5) for out in outs]
     unflipped = [torch.allclose(out, plain, atol=1e-5) for out in outs]
-    assert all(f != u for f, u in zip(flipped, unflipped))  # each output is the image or its exact mirror
+    assert all(f != u for f, u in zip(flipped, unflipped, strict=True))  # each output is the image or its exact mirror
     assert 0.43 < sum(flipped) / len(outs) < 0.57  # p = 0.5: 400 draws, about 3 standard deviations
 
 
