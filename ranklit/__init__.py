@@ -10,4 +10,11 @@ Sub-packages (import what you need; ``ranklit.losses`` and ``ranklit.metrics`` d
 - :mod:`ranklit.training` — DDP gather, cross-batch memory, multistage backprop.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("ranklit")  # the one version string lives in pyproject.toml
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["__version__"]

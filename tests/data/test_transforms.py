@@ -23,11 +23,55 @@ def test_train_transform_types_and_normalisation(as_pil: bool) -> None:
     torch.testing.assert_close(out.mean(dim=(1, 2)), expected.float(), atol=1e-5, rtol=0)
 
 
-def test_train_transform_is_random_crop_and_flip() -> None:
-    image = torch.arange(64 * 64, dtype=torch.int64).reshape(1, 64, 64).expand(3, 64, 64).remainder(256).to(torch.uint8)
+def _coordinate_image(size: int = 256) -> torch.Tensor:
+    """Channel 0 holds the column index, channel 1 the row index, channel 2 a constant: a crop can be read back."""
+    ramp = torch.arange(size, dtype=torch.uint8)
+    return torch.stack([ramp.expand(size, size), ramp[:, None].expand(size, size), torch.full((size, size), 7,
+                                                                                              dtype=torch.uint8)])
+
+
+def _raw(out: torch.Tensor) -> torch.Tensor:
+    """Undo the normalisation: back to 0..255 pixel values."""
+    mean, std = torch.tensor(T.IMAGENET_MEAN)[:, None, None], torch.tensor(T.IMAGENET_STD)[:, None, None]
+    return (out * std + mean) * 255
+
+
+def _crop_extent(out: torch.Tensor) -> tuple[float, float, bool]:
+    """Width and height (in source pixels) of the crop an output shows, and whether it was mirrored."""
+    raw = _raw(out)
+    columns, rows = raw[0, raw.shape[1] // 2], raw[1, :, raw.shape[2] // 2]
+    width = float(columns.max() - columns.min()) + 1
+    height = float(rows.max() - rows.min()) + 1
+    return width, height, bool(columns[0] > columns[-1])
+
+
+def test_train_crop_area_and_aspect_ratio_stay_within_the_bounds() -> None:
+    image = _coordinate_image()
     torch.manual_seed(0)
-    outs = {tuple(T.train_transform(16)(image).flatten()[:20].tolist()) for _ in range(5)}
-    assert len(outs) > 1
+    transform = T.train_transform(32)
+    extents = [_crop_extent(transform(image)) for _ in range(200)]
+    areas = torch.tensor([w * h / 256**2 for w, h, _ in extents])
+    ratios = torch.tensor([w / h for w, h, _ in extents])
+    # RandomResizedCrop(scale=(0.16, 1), ratio=(3/4, 4/3)); the 32-pixel output blurs the edges by a few pixels
+    assert areas.min() >= 0.16 * 0.9 and areas.max() <= 1.0
+    assert areas.min() < 0.3 and areas.max() > 0.8  # the whole range is used, not one fixed crop
+    assert ratios.min() >= 0.75 * 0.93 and ratios.max() <= 4 / 3 / 0.93
+    torch.manual_seed(0)
+    narrow = [_crop_extent(T.train_transform(32, scale=(0.25, 0.25), ratio=(1.0, 1.0))(image)) for _ in range(20)]
+    for width, height, _ in narrow:  # a 128 x 128 crop, wherever it lands
+        assert width == pytest.approx(128, abs=6) and height == pytest.approx(128, abs=6)
+
+
+def test_train_flip_mirrors_half_of_the_images() -> None:
+    image = _coordinate_image(64)
+    transform = T.train_transform(64, scale=(1.0, 1.0), ratio=(1.0, 1.0))  # the crop is the whole image
+    plain = T.test_transform(64, 64)(image)  # the same normalisation, no crop, no flip
+    torch.manual_seed(0)
+    outs = [transform(image) for _ in range(400)]
+    flipped = [torch.allclose(out, plain.flip(-1), atol=1e-5) for out in outs]
+    unflipped = [torch.allclose(out, plain, atol=1e-5) for out in outs]
+    assert all(f != u for f, u in zip(flipped, unflipped, strict=True))  # each output is the image or its exact mirror
+    assert 0.43 < sum(flipped) / len(outs) < 0.57  # p = 0.5: 400 draws, about 3 standard deviations
 
 
 def test_test_transform_centre_crop_region() -> None:

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.nn.functional import normalize
 
+from ranklit.functional import triplet as triplet_module
 from ranklit.functional.triplet import _distance_weighted_negatives
 from ranklit.losses import ContrastiveLoss, NormSoftmaxLoss, ProxyNCAPPLoss, TripletLoss
 from tests.losses.cases import CASES, grads, make_case, oracle_args
@@ -80,12 +81,43 @@ def test_distance_weighted_draws_negatives_in_proportion_to_inverse_density() ->
     torch.testing.assert_close(counts[1:4], weights / weights.sum(), atol=0.02, rtol=0.0)
 
 
-def test_distance_weighted_triplet_runs_and_backpropagates() -> None:
+def _tangent(grad: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+    """The gradient's component tangent to the unit sphere at ``emb`` (what survives an L2 normalisation)."""
+    return grad - (grad * emb).sum(dim=1, keepdim=True) * emb
+
+
+def test_distance_weighted_triplet_matches_the_oracle_on_its_drawn_negatives(monkeypatch) -> None:
+    """Value and gradient equal a float64 loop over (anchor, positive) pairs with the negatives the loss drew, and
+    every drawn negative is a negative of its anchor."""
+    drawn: list[torch.Tensor] = []
+
+    def record(*args, **kwargs):
+        chosen = _distance_weighted_negatives(*args, **kwargs)
+        drawn.append(chosen)
+        return chosen
+
+    monkeypatch.setattr(triplet_module, "_distance_weighted_negatives", record)
     torch.manual_seed(0)
-    emb = normalize(torch.randn(16, 8), dim=1).requires_grad_()
-    loss = TripletLoss(mining="distance_weighted", margin=0.5)(emb, torch.arange(4).repeat(4))
-    loss.backward()
-    assert loss > 0 and torch.isfinite(emb.grad).all() and emb.grad.abs().sum() > 0
+    labels = torch.arange(4).repeat(4)  # 4 classes x 4 images: 3 positives per anchor, none padded
+    emb = normalize(torch.randn(16, 8, dtype=torch.float64), dim=1).requires_grad_()
+    loss = TripletLoss(mining="distance_weighted", margin=0.5)(emb, labels)
+    (chosen,) = drawn
+    assert chosen.shape == (16, 3)
+    terms = []
+    for a in range(16):
+        positives = [j for j in range(16) if j != a and labels[j] == labels[a]]  # ascending, as the loss orders them
+        for i, p in enumerate(positives):
+            n = int(chosen[a, i])
+            assert labels[n] != labels[a]
+            d_ap = torch.sqrt(2 - 2 * emb[a] @ emb[p])
+            d_an = torch.sqrt(2 - 2 * emb[a] @ emb[n])
+            terms.append(torch.clamp(d_ap - d_an + 0.5, min=0))
+    expected = torch.stack(terms).mean()
+    torch.testing.assert_close(loss, expected, rtol=1e-10, atol=1e-12)
+    assert expected > 0
+    (got,) = torch.autograd.grad(loss, emb)
+    (want,) = torch.autograd.grad(expected, emb)
+    torch.testing.assert_close(_tangent(got, emb.detach()), _tangent(want, emb.detach()), rtol=1e-8, atol=1e-10)
 
 
 def test_triplet_zero_when_negatives_are_farther_by_the_margin() -> None:

@@ -3,14 +3,37 @@ permutation invariance, minimum at perfect separation, and the retrieval-set/ids
 
 from __future__ import annotations
 
+import inspect
 
 import pytest
 import torch
+from torch import nn
 from torch.nn.functional import normalize
 
+import ranklit.losses
 from tests.losses.registry import AP_LOSSES, DIM, NUM_CLASSES, PROXY_LOSSES, RANDOM_LOSSES, REGISTRY
 
 NAMES = sorted(REGISTRY)
+# Exports of ranklit.losses that are not losses one can build: the base classes new losses subclass.
+BASE_CLASSES = {"EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss"}
+
+
+def test_every_exported_loss_is_in_the_registry() -> None:
+    """A loss added to ``ranklit.losses.__all__`` must get a registry entry, and so every generic check below."""
+    exported = set(ranklit.losses.__all__)
+    assert BASE_CLASSES <= exported
+    registered = {type(make()).__name__ for make in REGISTRY.values()}
+    missing = sorted(exported - BASE_CLASSES - registered)
+    assert not missing, f"add {missing} to tests/losses/registry.py"
+    assert registered <= exported, f"registry entries not exported by ranklit.losses: {sorted(registered - exported)}"
+
+
+@pytest.mark.parametrize("name", sorted(BASE_CLASSES))
+def test_excluded_names_are_base_classes_of_registered_losses(name: str) -> None:
+    """The exclusion list cannot hide a loss: each excluded name is a base class that registered losses extend."""
+    base = getattr(ranklit.losses, name)
+    assert inspect.isclass(base) and issubclass(base, nn.Module)
+    assert any(isinstance(make(), base) and type(make()) is not base for make in REGISTRY.values())
 
 
 def _batch(dtype: torch.dtype = torch.float32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,6 +9,7 @@ from torch.nn.functional import normalize
 import ranklit.losses
 
 from tests.losses.registry import DIM, PROXY_LOSSES, REGISTRY
+from tests.oracles import losses as oracle
 
 NAMES = sorted(REGISTRY)
 RANKING = sorted(set(NAMES) - PROXY_LOSSES)
@@ -66,11 +67,24 @@ def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
         )
 
 
-@pytest.mark.parametrize("name", sorted(PROXY_LOSSES - {"HAPPIERLoss", "CSLLoss"}))
+# (temperature, squared distance) of each single-level proxy loss (SPEC.md §2)
+PROXY_LOGITS = {"ClusterLoss": (0.05, False), "NormSoftmaxLoss": (0.05, False), "ProxyNCAPPLoss": (1 / 9, True)}
+
+
+def test_proxy_logits_cover_the_single_level_proxy_losses() -> None:
+    assert set(PROXY_LOGITS) == PROXY_LOSSES - {"HAPPIERLoss", "CSLLoss"}
+
+
+@pytest.mark.parametrize("name", sorted(PROXY_LOGITS))
 def test_proxy_losses_need_no_positive_pair(name: str) -> None:
     """A single-level proxy loss compares each item with its class proxy: no in-batch positive is needed (HAPPIER's
-    H-AP term needs one; CSL needs one margin per label column)."""
-    assert torch.isfinite(REGISTRY[name]()(_emb(6), torch.arange(6)))
+    H-AP term needs one; CSL needs one margin per label column). Its value is the oracle's cross-entropy."""
+    torch.manual_seed(0)
+    loss_fn = REGISTRY[name]().double()
+    emb, labels = _emb(6).double(), torch.arange(6)
+    temperature, squared = PROXY_LOGITS[name]
+    expected = oracle.proxy_softmax(emb, labels, loss_fn.proxies.detach(), temperature, squared_distance=squared)
+    torch.testing.assert_close(loss_fn(emb, labels), expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize(

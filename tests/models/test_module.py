@@ -142,15 +142,35 @@ def test_memory_and_decomposability_gap_are_logged() -> None:
     assert float(logged["train/decomposability_gap"]) == pytest.approx(float(gap), abs=1e-6)
 
 
-@pytest.mark.parametrize("chunk", [None, 8])
-def test_bf16_mixed_precision_trains(chunk: int | None) -> None:
-    memory = CrossBatchMemory(size=16)
-    module = RetrievalModule(_net(), ROADMAPLoss(), memory=memory, multistage=_multistage(chunk))
-    trainer = _trainer(fast_dev_run=1, precision="bf16-mixed")
-    trainer.fit(module, datamodule=_datamodule())
-    assert torch.isfinite(trainer.callback_metrics["train/loss"])
-    assert len(memory) == 16 and memory.embeddings.dtype == torch.float32
+class _RecordingROADMAPLoss(ROADMAPLoss):
+    """ROADMAP that records, at each call, the embeddings' dtype, whether autocast was on, and the loss's dtype."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[torch.dtype, bool, torch.dtype]] = []
+
+    def forward(self, embeddings: Tensor, labels: Tensor, **refs: Tensor) -> Tensor:
+        loss = super().forward(embeddings, labels, **refs)
+        self.calls.append((embeddings.dtype, torch.is_autocast_enabled("cpu"), loss.dtype))
+        return loss
+
+
+def _first_step_loss(precision: str, chunk: int | None) -> tuple[float, _RecordingROADMAPLoss, CrossBatchMemory]:
+    memory, loss = CrossBatchMemory(size=16), _RecordingROADMAPLoss()
+    module = RetrievalModule(_net(), loss, memory=memory, multistage=_multistage(chunk))  # _net() seeds the run
+    trainer = _trainer(fast_dev_run=1, precision=precision)
+    trainer.fit(module, datamodule=_datamodule())
+    return float(trainer.callback_metrics["train/loss"]), loss, memory
+
+
+@pytest.mark.parametrize("chunk", [None, 8])
+def test_bf16_mixed_precision_trains_with_the_loss_in_float32(chunk: int | None) -> None:
+    bf16, loss, memory = _first_step_loss("bf16-mixed", chunk)
+    assert loss.calls and all(call == (torch.float32, False, torch.float32) for call in loss.calls)
+    assert len(memory) == 16 and memory.embeddings.dtype == torch.float32
+    # the same first batch and weights in float32: only the network's bf16 rounding separates the two losses
+    fp32, _, _ = _first_step_loss("32-true", chunk)
+    assert bf16 == pytest.approx(fp32, abs=0.01) and bf16 != fp32
 
 def test_proxy_loss_is_sized_from_the_training_set_and_the_net(tmp_path) -> None:
     module = RetrievalModule(_net(), HAPPIERLoss())  # no num_classes / embedding_dim given
@@ -182,4 +202,3 @@ def test_objects_from_python_are_not_pickled_into_hparams() -> None:
     assert set(module.hparams) == {"lr_scheduler_interval", "head_lr", "loss_lr", "gather", "decomposability_gap",
                                    "lr_scheduler", "metric", "multistage"}  # fmt: skip
     assert module.hparams.head_lr == 0.1 and module.hparams.metric is None
-

@@ -1,0 +1,106 @@
+"""Generated at every docs build (mkdocs-gen-files): the figures from ``ranklit.viz``, the config reference page, and
+checks that no loss, metric or config is left without its page.
+
+Run by ``mkdocs build`` / ``mkdocs serve``; nothing generated is committed, so the pages never drift from the code.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import mkdocs_gen_files
+import torch
+from matplotlib.figure import Figure
+from torch.nn.functional import normalize
+
+import ranklit.losses
+import ranklit.metrics
+from ranklit.data import PKSampler
+from ranklit.metrics import decomposability_gap
+from ranklit.viz import gap_figure, step_functions_figure
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def _save(fig: Figure, name: str) -> None:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    with mkdocs_gen_files.open(f"figures/{name}", "wb") as out:
+        out.write(buffer.getvalue())
+
+
+def figures() -> None:
+    """The surrogate step functions (ROADMAP Fig. 3) and a decomposability-gap curve (ROADMAP Fig. 5)."""
+    _save(step_functions_figure(), "step_functions.png")
+    _save(step_functions_figure(x_range=(-0.3, 0.3), tau=0.05), "step_functions_tau005.png")
+    # Synthetic embeddings (no model): 40 classes of 8 points around random centres in 32 dimensions.
+    gen = torch.Generator().manual_seed(0)
+    labels = torch.arange(40).repeat_interleave(8)
+    centres = normalize(torch.randn(40, 32, generator=gen), dim=1)
+    batch_sizes = [8, 16, 32, 64, 128]
+    gaps = {}
+    for name, noise in (("tight classes (noise 0.15)", 0.15), ("overlapping classes (noise 0.3)", 0.3)):
+        emb = normalize(centres[labels] + noise * torch.randn(len(labels), 32, generator=gen), dim=1)
+        gaps[name] = []
+        for b in batch_sizes:
+            sampler = PKSampler(labels, p=b // 4, k=4, seed=0)
+            gaps[name].append(decomposability_gap(emb, labels, [torch.tensor(x) for x in sampler])["gap"])
+    _save(gap_figure(batch_sizes, gaps), "decomposability_gap.png")
+
+
+def _header(path: Path) -> tuple[str, list[str]]:
+    """The leading comment block of a config: its prose and the command lines (indented ``ranklit ...``)."""
+    prose, commands = [], []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line[1:].strip()
+        if re.match(r"^(\d+\.\s+)?`?ranklit ", text):
+            commands.append(re.sub(r"^(\d+\.\s+)?`?|`$", "", text))
+        else:
+            prose.append(text)
+    return " ".join(prose).strip(), commands
+
+
+def config_reference() -> None:
+    """``configs.md``: every YAML of configs/ with its header comment (the paper, the table, the settings)."""
+    lines = [
+        "# Config reference",
+        "",
+        "Every experiment config shipped in `configs/`, with the header comment it carries (generated from the files "
+        "at each docs build). Run one with `ranklit fit --config NAME.yaml` (a bare name is looked up in `configs/`); "
+        "see [the CLI page](cli.md) for overrides and `--print_config`, and "
+        "[Reproducing the papers](reproducing.md) for the numbers each one should reach.",
+        "",
+    ]
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        prose, commands = _header(path)
+        lines += [f"## `{path.name}`", "", prose or "(no header comment)", ""]
+        if commands:
+            lines += ["```bash", *commands, "```", ""]
+    with mkdocs_gen_files.open("configs.md", "w") as out:
+        out.write("\n".join(lines))
+
+
+def check_coverage() -> None:
+    """Fail the build when a public loss or metric has no API page, or a config is missing from the reproduction."""
+    problems = []
+    pages = "\n".join(p.read_text() for p in (DOCS / "api").rglob("*.md"))
+    for module in (ranklit.losses, ranklit.metrics):
+        for name in module.__all__:
+            if f"::: {module.__name__}.{name}" not in pages:
+                problems.append(f"`{module.__name__}.{name}` has no API page (add `::: {module.__name__}.{name}`)")
+    reproducing = (DOCS / "reproducing.md").read_text()
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        if f"`{path.name}`" not in reproducing:
+            problems.append(f"configs/{path.name} has no row in docs/reproducing.md")
+    if problems:
+        raise SystemExit("docs/gen_pages.py:\n  " + "\n  ".join(problems))
+
+
+check_coverage()
+figures()
+config_reference()
