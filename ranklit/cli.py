@@ -86,7 +86,14 @@ class RunConfigSaver(SaveConfigCallback):
 
 
 class RanklitCLI(LightningCLI):
-    """LightningCLI with ranklit's model and data classes, a baseline validation, and config-name lookup."""
+    """LightningCLI with ranklit's defaults: the run's config saved in its directory (:class:`RunConfigSaver`), no
+    top-level ``--optimizer``/``--lr_scheduler`` (the module's ``optimizer``/``lr_scheduler`` keep its parameter
+    groups), ``data.root`` copied into every dataset, a baseline validation before ``fit``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("save_config_callback", RunConfigSaver)
+        kwargs.setdefault("auto_configure_optimizers", False)
+        super().__init__(*args, **kwargs)
 
     @override
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
@@ -184,8 +191,6 @@ def main(args: list[str] | None = None) -> None:
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,
-            save_config_callback=RunConfigSaver,
-            auto_configure_optimizers=False,
             parser_kwargs={"description": "Train and evaluate retrieval models. `ranklit configs` lists the configs."},
         )
 
