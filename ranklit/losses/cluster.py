@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import prepare_inputs
+from ranklit.functional.inputs import check_flag, prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, cluster_loss
 
@@ -44,7 +44,7 @@ class ClusterLoss(nn.Module):
     The proxies (a parameter ``proxies`` of shape ``[num_classes, embedding_dim]``) give a reference shared across
     batches. They need their own learning rate (authors: Adam, lr 10 with cosine decay on SOP, 2e-5 on iNaturalist):
     ``ranklit.models.RetrievalModule`` puts every parameter of the loss module in a separate ``"loss"`` param group.
-    Embeddings are assumed L2-normalised; proxies are normalised on the fly. Only column 0 of ``[B, L]`` labels is
+    Embeddings are L2-normalised first unless ``normalize=False``; proxies are normalised on the fly. Only column 0 of ``[B, L]`` labels is
     used, and it must hold ids in ``[0, num_classes)``. ``ref_*`` arguments are accepted for a uniform call and
     ignored: the proxy term only involves the queries. Cost ``O(B C D)``.
 
@@ -52,6 +52,8 @@ class ClusterLoss(nn.Module):
         num_classes: number of fine training classes ``C``.
         embedding_dim: embedding dimension ``D``.
         temperature: ``sigma`` (0.05).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products with the
+            normalised proxies).
 
     Example:
         >>> loss = ClusterLoss(num_classes=3, embedding_dim=4)
@@ -60,8 +62,11 @@ class ClusterLoss(nn.Module):
         True
     """
 
-    def __init__(self, num_classes: int, embedding_dim: int, temperature: float = 0.05) -> None:
+    def __init__(
+        self, num_classes: int, embedding_dim: int, temperature: float = 0.05, normalize: bool = True
+    ) -> None:
         super().__init__()
+        self.normalize = check_flag(normalize, "normalize")
         self.num_classes = num_classes
         self.temperature = check_positive("temperature", temperature)
         self.proxies = make_proxies(num_classes, embedding_dim)
@@ -77,7 +82,7 @@ class ClusterLoss(nn.Module):
         ref_ids: Tensor | None = None,
     ) -> Tensor:
         """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]`` (``ref_*`` ignored)."""
-        inputs = prepare_inputs(embeddings, labels)
+        inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
         return self.proxy_loss(inputs.queries, inputs.query_labels)
 
     def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
@@ -87,4 +92,5 @@ class ClusterLoss(nn.Module):
         return cluster_loss(queries, query_labels[:, 0], self.proxies, self.temperature)
 
     def extra_repr(self) -> str:
-        return f"num_classes={self.num_classes}, embedding_dim={self.proxies.shape[1]}, temperature={self.temperature}"
+        dim = self.proxies.shape[1]
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={self.temperature}, normalize={self.normalize}"
