@@ -33,6 +33,7 @@ __all__ = [
     "check_embeddings",
     "check_labels",
     "check_ids",
+    "check_distinct_ids",
 ]
 
 
@@ -140,6 +141,24 @@ def check_ids(ids: Tensor | None, num_rows: int, name: str = "ids") -> Tensor | 
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"`{name}` must hold integer sample ids (the dataset index), got dtype {ids.dtype}.")
     return ids.long()
+
+
+def check_distinct_ids(ids: Tensor, name: str = "ids") -> None:
+    """Raise ``ValueError`` when more than one item was given and all share one id.
+
+    An item is removed from a query's ranking when their ids are equal, so identical ids leave nothing to rank: they
+    are almost always labels or a constant passed where sample ids (the dataset index) were meant.
+
+    >>> check_distinct_ids(torch.tensor([3, 3, 3]))
+    Traceback (most recent call last):
+    ...
+    ValueError: `ids` are all equal (3, for 3 items): ids must identify the samples (e.g. the dataset index), since an item is removed from the ranking of every query with its id.
+    """
+    if ids.numel() > 1 and bool((ids == ids[0]).all()):
+        raise ValueError(
+            f"`{name}` are all equal ({int(ids[0])}, for {ids.numel()} items): ids must identify the samples (e.g. the "
+            "dataset index), since an item is removed from the ranking of every query with its id."
+        )
 
 
 def check_chunk_size(chunk_size: int | None, name: str = "chunk_size") -> int | None:
