@@ -108,8 +108,10 @@ def check_labels(labels: Tensor, num_rows: int, name: str = "labels") -> Tensor:
     return labels.long()
 
 
-def check_embeddings(embeddings: Tensor, name: str = "embeddings") -> None:
+def check_embeddings(embeddings: Tensor, name: str = "embeddings", finite: bool = True) -> None:
     """Raise ``TypeError``/``ValueError`` naming ``name`` unless ``embeddings`` is a finite, non-empty float ``[N, D]``.
+
+    ``finite=False`` skips the finiteness check (a device synchronisation), for per-batch checks of a metric.
 
     >>> check_embeddings(torch.zeros(2, 3, dtype=torch.long))
     Traceback (most recent call last):
@@ -123,7 +125,7 @@ def check_embeddings(embeddings: Tensor, name: str = "embeddings") -> None:
         raise ValueError(f"`{name}` must have shape [N, D], got {tuple(embeddings.shape)}.")
     if embeddings.shape[0] == 0:
         raise ValueError(f"`{name}` is empty: a retrieval problem needs at least one item.")
-    if not torch.isfinite(embeddings.detach()).all():
+    if finite and not torch.isfinite(embeddings.detach()).all():
         raise ValueError(f"`{name}` contains NaN or infinite values; check the network's output and the learning rate.")
 
 
