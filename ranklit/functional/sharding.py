@@ -47,10 +47,11 @@ class QueryShard:
         return int(self.reduce(torch.tensor([value], dtype=torch.int64), "min")[0])
 
 
-def distributed_shard(process_group: Any = None, device: torch.device | None = None) -> QueryShard | None:
+def distributed_shard(process_group: Any = None) -> QueryShard | None:
     """The shard of this process in ``process_group`` (default: the world), or ``None`` outside DDP / alone.
 
-    Collectives run on ``device`` (the embeddings' device: NCCL needs CUDA tensors, gloo CPU ones).
+    Collectives run on the current CUDA device with NCCL, on CPU otherwise (wherever the states are, e.g. with
+    ``compute_on_cpu=True``).
     """
     import torch.distributed as dist
 
@@ -60,9 +61,11 @@ def distributed_shard(process_group: Any = None, device: torch.device | None = N
     if world_size < 2:
         return None
     ops = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN}
+    backend = str(dist.get_backend(process_group)).lower()
+    device = torch.device("cuda", torch.cuda.current_device()) if "nccl" in backend else torch.device("cpu")
 
     def reduce(tensor: Tensor, op: str) -> Tensor:
-        moved = tensor.to(device) if device is not None else tensor
+        moved = tensor.to(device)
         dist.all_reduce(moved, op=ops[op], group=process_group)
         tensor.copy_(moved)
         return tensor

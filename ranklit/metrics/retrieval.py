@@ -197,7 +197,7 @@ class RetrievalMetrics(Metric):
             return nan_metrics(0, num_levels, self.recall_at, embeddings.device)
         options = dict(
             recall_at=self.recall_at, alpha=self.alpha, chunk_size=self.chunk_size, normalize=self.normalize,
-            shard=distributed_shard(self.process_group, embeddings.device) if self._is_synced else None,
+            shard=distributed_shard(self.process_group) if self._is_synced else None,
         )  # fmt: skip
         if not is_gallery.any():
             return retrieval_metric_tensors(embeddings, labels, ids=ids, **options)
@@ -251,9 +251,13 @@ def _cat(state: list[Tensor] | Tensor) -> Tensor | None:
 
 
 def _first_occurrences(keys: Tensor) -> Tensor:
-    """Sorted indices of the first row of every distinct row of ``keys`` (``[N, K]``)."""
+    """Index of the first row of every distinct row of ``keys`` (``[N, K]``), in increasing key order.
+
+    Key order (role, then id) is the same however the items were split across processes and batches, so with ids
+    the evaluation sees the items in one canonical order and its float sums do not depend on the number of processes.
+    """
     _, inverse = torch.unique(keys, dim=0, return_inverse=True)
     positions = torch.arange(keys.shape[0], device=keys.device)
     first = torch.full((int(inverse.max()) + 1,), keys.shape[0], dtype=torch.long, device=keys.device)
     first.scatter_reduce_(0, inverse, positions, reduce="amin")
-    return first.sort().values
+    return first
