@@ -18,6 +18,13 @@ Reproduce the table of ``benchmarks/RESULTS.md`` with::
     python benchmarks/metrics.py --sizes 10000 --dim 128 --labels flat --repeats 3
     python benchmarks/metrics.py --sizes 10000 --dim 512 --labels flat 2level --repeats 3
     python benchmarks/metrics.py --sizes 50000 100000 --dim 512 --labels flat --repeats 1
+
+``--ddp 1 2`` measures instead ``RetrievalMetrics.compute()`` (the gather of the states included) under CPU DDP with
+1 and 2 processes (gloo, one thread each), every process holding every other item as DistributedSampler would, with
+ids: under DDP the evaluation is split across the processes, so the 2-process time should be at most 0.65x the
+1-process one, with identical values::
+
+    python benchmarks/metrics.py --sizes 20000 --dim 128 --labels flat --ddp 1 2 --repeats 3
 """
 
 from __future__ import annotations
@@ -206,6 +213,88 @@ def run(method: str, config: dict[str, Any], repeats: int, timeout: float) -> tu
     return f"over {timeout:.0f} s"
 
 
+def _ddp_worker(rank: int, world_size: int, port: int, config: dict[str, Any], repeats: int, queue: Any) -> None:
+    import torch.distributed as dist
+
+    from ranklit.metrics import RetrievalMetrics
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        keys = ("n", "dim", "per_class", "per_coarse", "noise")
+        embeddings, labels = make_data(*(config[key] for key in keys))
+        if config["labels"] == "flat":
+            labels = labels[:, 0]
+        mine = torch.arange(rank, config["n"], world_size)  # DistributedSampler's split (no shuffle)
+        times, values = [], {}
+        for _ in range(repeats):
+            metric = RetrievalMetrics(recall_at=(1, 2, 4, 8))
+            for batch in mine.split(256):
+                metric.update(embeddings[batch], labels[batch], batch)
+            dist.barrier()
+            start = time.perf_counter()
+            values = metric.compute()
+            elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest process sets the time
+            times.append(float(elapsed))
+        if rank == 0:
+            queue.put((statistics.median(times), {k: float(v) for k, v in values.items()}))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ddp(world_size: int, config: dict[str, Any], repeats: int, timeout: float) -> tuple[float, dict] | str:
+    """Median ``RetrievalMetrics.compute()`` time with ``world_size`` CPU processes, and rank 0's values."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    processes = [
+        ctx.Process(target=_ddp_worker, args=(rank, world_size, port, config, repeats, queue))
+        for rank in range(world_size)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        result = queue.get(timeout=timeout)
+    except Exception:  # queue.Empty: too slow, or a process died
+        result = f"no result within {timeout:.0f} s (exit codes {[p.exitcode for p in processes]})"
+    for process in processes:
+        process.join(timeout=60)
+        if process.is_alive():
+            process.kill()
+    return result
+
+
+def main_ddp(args: argparse.Namespace) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"torch {torch.__version__}, 1 thread per process, {os.cpu_count()} CPUs, load average {load}")
+    print("| N | d | labels | processes | compute time (s) | x 1 process | values |")
+    print("|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        for label_kind in args.labels:
+            config = dict(n=n, dim=args.dim, labels=label_kind, per_class=args.per_class,
+                          per_coarse=args.per_coarse, noise=args.noise)  # fmt: skip
+            reference: tuple[float, dict] | None = None
+            for world_size in args.ddp:
+                result = run_ddp(world_size, config, args.repeats, args.timeout)
+                if isinstance(result, str):
+                    print(f"| {n} | {args.dim} | {label_kind} | {world_size} | {result} | | |", flush=True)
+                    continue
+                seconds, values = result
+                reference = reference or result
+                ratio = seconds / reference[0]
+                gap = max(abs(v - reference[1][k]) / max(abs(reference[1][k]), 1e-300) for k, v in values.items())
+                same = "identical to the first row" if values == reference[1] else f"max relative gap {gap:.1e}"
+                if values is reference[1]:
+                    same = ", ".join(f"{k} {v:.6f}" for k, v in values.items() if "level" not in k)
+                print(f"| {n} | {args.dim} | {label_kind} | {world_size} | {seconds:.3f} | {ratio:.2f} | {same} |",
+                      flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000, 100000])
@@ -223,7 +312,14 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
+    parser.add_argument(
+        "--ddp", type=int, nargs="+", default=None, metavar="PROCESSES",
+        help="time RetrievalMetrics.compute() under CPU DDP with these numbers of processes instead (e.g. 1 2)",
+    )
     args = parser.parse_args()
+    if args.ddp:
+        main_ddp(args)
+        return
     threads = args.threads or torch.get_num_threads()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, load average {load}")

@@ -5,6 +5,11 @@ retrieval set (``[N, D]``, ``[N]`` or ``[N, L]``). Without a separate retrieval 
 and each query is excluded from its own ranking (SPEC.md §0). With one, an item is excluded from a query's ranking
 when its id equals the query's id.
 
+Embeddings are L2-normalised here by default (``normalize=True``), inside the autograd graph, so raw network
+features give cosine scores and their gradients flow through the normalisation (SPEC.md §0); ``normalize=False``
+keeps raw dot products. Labels must be integer tensors (a float or bool label is refused, never cast). This module is
+the one place where losses, metrics and the functional API check what they receive.
+
 Labels are always handled as a ``[*, L]`` integer matrix, column 0 the finest level. The *level* of an item with
 respect to a query is the number of columns, counted from the coarsest, on which they agree (``L`` = same fine label,
 ``0`` = nothing in common).
@@ -17,7 +22,19 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["RetrievalInputs", "prepare_inputs", "levels_between", "excluded_pairs", "compute_dtype"]
+__all__ = [
+    "RetrievalInputs",
+    "prepare_inputs",
+    "levels_between",
+    "excluded_pairs",
+    "compute_dtype",
+    "check_chunk_size",
+    "check_flag",
+    "check_embeddings",
+    "check_labels",
+    "check_ids",
+    "check_distinct_ids",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,10 @@ class RetrievalInputs:
         """Number of label columns ``L``."""
         return int(self.query_labels.shape[1])
 
+    def self_pairs(self) -> Tensor | None:
+        """``[Q, N]`` bool mask of the pairs whose item is the query itself (same id), or ``None``."""
+        return excluded_pairs(self.query_ids, self.ref_ids, self.refs.shape[0])
+
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype computations run in: float64 stays float64, anything narrower is accumulated in float32.
@@ -55,11 +76,25 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _as_label_matrix(labels: Tensor, num_rows: int, name: str) -> Tensor:
+def check_labels(labels: Tensor, num_rows: int, name: str = "labels") -> Tensor:
+    """``labels`` as a ``[N, L]`` int64 matrix; ``TypeError``/``ValueError`` naming ``name`` otherwise.
+
+    Float, complex and bool labels are refused (a float label is never silently cast to an integer).
+
+    >>> check_labels(torch.tensor([3, 4]), 2).tolist()
+    [[3], [4]]
+    >>> check_labels(torch.tensor([0.0, 1.0]), 2)
+    Traceback (most recent call last):
+    ...
+    TypeError: `labels` must hold integer class ids, got dtype torch.float32. Pass e.g. `labels.long()` if the values are whole numbers.
+    """
     if not isinstance(labels, Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor of integer labels, got {type(labels).__name__}.")
     if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        raise TypeError(f"`{name}` must hold integer class ids, got dtype {labels.dtype}.")
+        raise TypeError(
+            f"`{name}` must hold integer class ids, got dtype {labels.dtype}. Pass e.g. `{name}.long()` if the values "
+            "are whole numbers."
+        )
     if labels.ndim == 1:
         labels = labels[:, None]
     if labels.ndim != 2 or labels.shape[1] == 0:
@@ -73,24 +108,85 @@ def _as_label_matrix(labels: Tensor, num_rows: int, name: str) -> Tensor:
     return labels.long()
 
 
-def _check_embeddings(embeddings: Tensor, name: str) -> None:
+def check_embeddings(embeddings: Tensor, name: str = "embeddings", finite: bool = True) -> None:
+    """Raise ``TypeError``/``ValueError`` naming ``name`` unless ``embeddings`` is a finite, non-empty float ``[N, D]``.
+
+    ``finite=False`` skips the finiteness check (a device synchronisation), for per-batch checks of a metric.
+
+    >>> check_embeddings(torch.zeros(2, 3, dtype=torch.long))
+    Traceback (most recent call last):
+    ...
+    TypeError: `embeddings` must be a floating-point torch.Tensor of shape [N, D], got a torch.int64 tensor.
+    """
     if not isinstance(embeddings, Tensor) or not embeddings.is_floating_point():
-        raise TypeError(f"`{name}` must be a floating-point torch.Tensor of shape [N, D].")
+        got = f"a {embeddings.dtype} tensor" if isinstance(embeddings, Tensor) else type(embeddings).__name__
+        raise TypeError(f"`{name}` must be a floating-point torch.Tensor of shape [N, D], got {got}.")
     if embeddings.ndim != 2:
         raise ValueError(f"`{name}` must have shape [N, D], got {tuple(embeddings.shape)}.")
     if embeddings.shape[0] == 0:
         raise ValueError(f"`{name}` is empty: a retrieval problem needs at least one item.")
-    if not torch.isfinite(embeddings.detach()).all():
+    if finite and not torch.isfinite(embeddings.detach()).all():
         raise ValueError(f"`{name}` contains NaN or infinite values; check the network's output and the learning rate.")
 
 
-def _check_ids(ids: Tensor | None, num_rows: int, name: str) -> Tensor | None:
+def check_ids(ids: Tensor | None, num_rows: int, name: str = "ids") -> Tensor | None:
+    """``ids`` as ``[N]`` int64 (``None`` stays ``None``); integer sample ids, one per embedding.
+
+    >>> check_ids(torch.tensor([4, 5]), 2).tolist()
+    [4, 5]
+    """
     if ids is None:
         return None
     if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.shape[0] != num_rows:
         shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
         raise ValueError(f"`{name}` must be a 1-D tensor with one id per embedding ({num_rows}), got {shape}.")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"`{name}` must hold integer sample ids (the dataset index), got dtype {ids.dtype}.")
     return ids.long()
+
+
+def check_distinct_ids(ids: Tensor, name: str = "ids") -> None:
+    """Raise ``ValueError`` when more than one item was given and all share one id.
+
+    An item is removed from a query's ranking when their ids are equal, so identical ids leave nothing to rank: they
+    are almost always labels or a constant passed where sample ids (the dataset index) were meant.
+
+    >>> check_distinct_ids(torch.tensor([3, 3, 3]))
+    Traceback (most recent call last):
+    ...
+    ValueError: `ids` are all equal (3, for 3 items): ids must identify the samples (e.g. the dataset index), since an item is removed from the ranking of every query with its id.
+    """
+    if ids.numel() > 1 and bool((ids == ids[0]).all()):
+        raise ValueError(
+            f"`{name}` are all equal ({int(ids[0])}, for {ids.numel()} items): ids must identify the samples (e.g. the "
+            "dataset index), since an item is removed from the ranking of every query with its id."
+        )
+
+
+def check_chunk_size(chunk_size: int | None, name: str = "chunk_size") -> int | None:
+    """Raise ``ValueError`` unless ``chunk_size`` is ``None`` (automatic) or a positive int (``True`` is refused).
+
+    >>> check_chunk_size(64)
+    64
+    >>> check_chunk_size(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: `chunk_size` must be a positive int (queries per chunk) or None (automatic), got True.
+    """
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"`{name}` must be a positive int (queries per chunk) or None (automatic), got {chunk_size!r}.")
+    return chunk_size
+
+
+def check_flag(value: bool, name: str) -> bool:
+    """Raise ``TypeError`` unless ``value`` is a bool (``normalize``, ``include_self``, ...).
+
+    >>> check_flag(True, "normalize")
+    True
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be True or False, got {value!r}.")
+    return value
 
 
 def check_hierarchy(labels: Tensor, name: str = "labels") -> None:
@@ -122,19 +218,23 @@ def prepare_inputs(
     ref_labels: Tensor | None = None,
     ids: Tensor | None = None,
     ref_ids: Tensor | None = None,
+    normalize: bool = True,
 ) -> RetrievalInputs:
-    """Validate a retrieval problem and bring it to the computation dtype (see :func:`compute_dtype`).
+    """Validate a retrieval problem, bring it to the computation dtype (see :func:`compute_dtype`) and, by default,
+    L2-normalise the embeddings (``x / max(|x|, 1e-12)``, differentiable, so gradients flow through it).
 
     Without ``ref_embeddings`` the batch is its own retrieval set and each query is excluded by position (ids default
     to ``arange(B)``). With ``ref_embeddings``, ``ids`` and ``ref_ids`` are given together or not at all.
+    ``normalize=False`` keeps the embeddings as given (scores are raw dot products).
 
     >>> x = prepare_inputs(torch.randn(4, 3), torch.tensor([0, 0, 1, 1]))
     >>> x.queries.shape, x.query_labels.shape, x.query_ids.tolist()
     (torch.Size([4, 3]), torch.Size([4, 1]), [0, 1, 2, 3])
     """
-    _check_embeddings(embeddings, "embeddings")
-    labels = _as_label_matrix(labels, embeddings.shape[0], "labels")
-    ids = _check_ids(ids, embeddings.shape[0], "ids")
+    check_flag(normalize, "normalize")
+    check_embeddings(embeddings, "embeddings")
+    labels = check_labels(labels, embeddings.shape[0], "labels")
+    ids = check_ids(ids, embeddings.shape[0], "ids")
     if ref_embeddings is None:
         if ref_labels is not None or ref_ids is not None:
             raise ValueError("`ref_labels`/`ref_ids` were given without `ref_embeddings`; pass all of them or none.")
@@ -145,9 +245,9 @@ def prepare_inputs(
     else:
         if ref_labels is None:
             raise ValueError("`ref_embeddings` was given without `ref_labels`; pass the labels of the retrieval set.")
-        _check_embeddings(ref_embeddings, "ref_embeddings")
-        ref_labels = _as_label_matrix(ref_labels, ref_embeddings.shape[0], "ref_labels")
-        ref_ids = _check_ids(ref_ids, ref_embeddings.shape[0], "ref_ids")
+        check_embeddings(ref_embeddings, "ref_embeddings")
+        ref_labels = check_labels(ref_labels, ref_embeddings.shape[0], "ref_labels")
+        ref_ids = check_ids(ref_ids, ref_embeddings.shape[0], "ref_ids")
         if (ids is None) != (ref_ids is None):
             raise ValueError(
                 "`ids` and `ref_ids` must be given together: items are excluded from a query's ranking when their "
@@ -162,14 +262,21 @@ def prepare_inputs(
                 f"`ref_labels` has {ref_labels.shape[1]} label columns but `labels` has {labels.shape[1]}."
             )
     dtype = compute_dtype(embeddings.dtype)
+    queries = _prepare(embeddings, dtype, normalize)
+    refs = queries if ref_embeddings is embeddings else _prepare(ref_embeddings, dtype, normalize)
     return RetrievalInputs(
-        queries=embeddings.to(dtype),
+        queries=queries,
         query_labels=labels,
-        refs=ref_embeddings.to(dtype),
+        refs=refs,
         ref_labels=ref_labels,
         query_ids=ids,
         ref_ids=ref_ids,
     )
+
+
+def _prepare(embeddings: Tensor, dtype: torch.dtype, normalize: bool) -> Tensor:
+    embeddings = embeddings.to(dtype)
+    return torch.nn.functional.normalize(embeddings, dim=1) if normalize else embeddings
 
 
 def levels_between(query_labels: Tensor, ref_labels: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ import math
 import torch
 from torch import Tensor
 
+from ranklit.functional.inputs import check_chunk_size
 from ranklit.functional.ranking import default_chunk_size
 
 __all__ = [
@@ -107,17 +108,6 @@ def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int,
     if chunk_size is None:
         return default_chunk_size(num_queries, row_width, num_refs)
     return check_chunk_size(chunk_size)
-
-
-def check_chunk_size(chunk_size: int | None) -> int | None:
-    """Raise ``ValueError`` unless ``chunk_size`` is ``None`` or a positive int (queries per chunk).
-
-    >>> check_chunk_size(64)
-    64
-    """
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"`chunk_size` must be a positive int (queries per chunk) or None, got {chunk_size!r}.")
-    return chunk_size
 
 
 def _describe(value: object) -> str:

@@ -20,6 +20,7 @@ labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on t
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -30,11 +31,18 @@ from ranklit.functional.hierarchical_metrics import (
     level_binary_metrics,
     rank_relevant_items,
 )
-from ranklit.functional.inputs import check_hierarchy, levels_between, prepare_inputs
+from ranklit.functional.inputs import (
+    check_chunk_size,
+    check_distinct_ids,
+    check_hierarchy,
+    levels_between,
+    prepare_inputs,
+)
 from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
+from ranklit.functional.sharding import QueryShard
 from ranklit.functional.symmetric_ranks import symmetric_positive_ranks, symmetric_tile_size
 
-__all__ = ["retrieval_metrics", "check_recall_at", "metrics_chunk_size"]
+__all__ = ["retrieval_metrics", "retrieval_metric_tensors", "nan_metrics", "check_recall_at", "metrics_chunk_size"]
 
 _CPU_CHUNK_BYTES = 256 * 2**20
 
@@ -101,6 +109,19 @@ def _accumulate(totals: dict[str, Tensor], values: dict[str, Tensor], suffix: st
         totals[name] = totals[name] + total if name in totals else total
 
 
+def _binary_keys(recall_at: tuple[int, ...]) -> list[str]:
+    return ["map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)]
+
+
+def _total_keys(num_levels: int, recall_at: tuple[int, ...]) -> list[str]:
+    """The names of the per-query sums accumulated for ``num_levels`` label columns (``has_positive*`` = counts)."""
+    binary = ["has_positive", *_binary_keys(recall_at)]
+    if num_levels == 1:
+        return binary
+    hierarchical = [f"{key}_hier" for key in ("has_positive", "hap", "asi", "ndcg")]
+    return hierarchical + [f"{key}_level{h}" for h in range(num_levels) for key in binary]
+
+
 def retrieval_metrics(
     embeddings: Tensor,
     labels: Tensor,
@@ -113,6 +134,7 @@ def retrieval_metrics(
     alpha: float = 1.0,
     chunk_size: int | None = None,
     junk: Tensor | None = None,
+    normalize: bool = True,
 ) -> dict[str, float | int]:
     """Exact retrieval metrics of every query over its full ranking (SPEC.md §1; ties pessimistic).
 
@@ -126,12 +148,15 @@ def retrieval_metrics(
     * ``num_queries`` (int): all queries; ``num_queries_without_positive`` (int): queries with no positive in column 0,
       left out of every mean (coarser columns have at least as many positives, so no metric leaves out more).
 
+    When no query has a positive, the means are NaN (a ``UserWarning`` says so) and the counts say why: the metrics
+    are undefined, which is not an error (e.g. one validation batch of a single class).
+
     Ties are pessimistic (SPEC.md §0): every member of a group of equal scores takes the last rank of the group, so
     two positives tied at the top both have rank 2 and P@1 is 0 for that query. Scores are computed in float32 (float64
     if the embeddings are float64); ties are exact equalities of those scores.
 
     Args:
-        embeddings: ``[Q, D]`` query embeddings (L2-normalised; score = dot product).
+        embeddings: ``[Q, D]`` query embeddings; L2-normalised here (cosine scores) unless ``normalize=False``.
         labels: ``[Q]`` or ``[Q, L]`` integer labels, column 0 the finest.
         ref_embeddings: ``[N, D]`` gallery; ``None`` = the queries rank each other, each without itself.
         ref_labels: ``[N]`` or ``[N, L]`` gallery labels.
@@ -145,34 +170,77 @@ def retrieval_metrics(
             :func:`~ranklit.functional.symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
             evaluation down the row-by-row path.
         junk: ``[Q, N]`` bool, items removed from each query's ranking (Revisited Oxford/Paris junk lists).
+        normalize: L2-normalise the embeddings first (default ``True``); ``False`` ranks by raw dot products.
 
     Returns:
-        The dictionary of metrics described above.
+        The dictionary of metrics described above (:func:`retrieval_metric_tensors` gives the same as tensors).
 
     Raises:
-        ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, or no query with a
-            positive.
+        ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, or ids that are all
+            equal.
 
     Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
     ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives (hierarchical: relevant items) per query,
     ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)``.
 
     Example:
-        >>> e = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), dim=1)
+        >>> e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
         >>> out = retrieval_metrics(e, torch.tensor([0, 0, 1, 1]), recall_at=(1,))
         >>> out["map"], out["recall_at_1"], out["num_queries"]
         (1.0, 1.0, 4)
     """
+    values = retrieval_metric_tensors(
+        embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
+        recall_at=recall_at, alpha=alpha, chunk_size=chunk_size, junk=junk, normalize=normalize,
+    )  # fmt: skip
+    return {key: int(value) if key.startswith("num_") else float(value) for key, value in values.items()}
+
+
+def retrieval_metric_tensors(
+    embeddings: Tensor,
+    labels: Tensor,
+    *,
+    ref_embeddings: Tensor | None = None,
+    ref_labels: Tensor | None = None,
+    ids: Tensor | None = None,
+    ref_ids: Tensor | None = None,
+    recall_at: Sequence[int] = (1, 2, 4, 8),
+    alpha: float = 1.0,
+    chunk_size: int | None = None,
+    junk: Tensor | None = None,
+    normalize: bool = True,
+    shard: QueryShard | None = None,
+) -> dict[str, Tensor]:
+    """:func:`retrieval_metrics` as 0-dim float64 tensors on the embeddings' device (counts too, as exact floats).
+
+    With ``shard`` (a :class:`~ranklit.functional.sharding.QueryShard`, used by ``RetrievalMetrics`` under DDP)
+    every process holds the whole problem and evaluates its share of it; the shares' sums and counts are all-reduced,
+    so every process returns the whole result while doing about ``1 / world_size`` of the work:
+
+    * symmetric path: the off-diagonal score tiles are dealt to the processes in turn; the integer rank counts are
+      all-reduced, then every process finishes the (cheap) metrics of every query. The counts, hence the result, are
+      exactly those of one process (the diagonal tiles, about ``tile / N`` of the work, are computed by every process);
+    * row-by-row paths: process ``r`` evaluates the queries ``r, r + W, ...`` of the order by class size (balanced
+      shares) and the per-key float64 sums are all-reduced: counts exact, means equal to one process up to the
+      float64 summation order (about ``1e-16`` relative).
+
+    Example:
+        >>> out = retrieval_metric_tensors(torch.eye(3), torch.tensor([0, 0, 1]), recall_at=(1,))
+        >>> out["map"].item(), out["num_queries_without_positive"].item()
+        (0.5, 1.0)
+    """
     recall_at = check_recall_at(recall_at)
-    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"`chunk_size` must be a positive integer or None (automatic), got {chunk_size!r}.")
+    check_chunk_size(chunk_size)
     x = prepare_inputs(
-        embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids
-    )
+        embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
+        normalize=normalize,
+    )  # fmt: skip
     num_levels = x.num_levels
     num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
     if num_levels > 1:
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
+    if ref_embeddings is None and ids is not None:
+        check_distinct_ids(x.query_ids, "ids")
     junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
     # positives (flat) or relevant items (hierarchical): same label in the coarsest column
     label_keys = SortedKeys(x.ref_labels[:, -1])
@@ -181,16 +249,20 @@ def retrieval_metrics(
     totals: dict[str, Tensor] = {}
     if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
+        if shard is not None:
+            tile = shard.agree_min(tile)
         if largest_class <= tile:  # else a tile would have to hold a whole class: rank row by row
-            for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile):
+            for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile, shard=shard):
                 _accumulate(totals, binary_query_metrics(*ranks, recall_at))
-            return _finalise(totals, num_queries, num_levels, recall_at)
+            return _finalise(totals, num_queries, num_levels, recall_at, x.queries.device)
     chunk = chunk_size or metrics_chunk_size(
         num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
     )
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
-    order = torch.argsort(class_sizes)
+    order = torch.argsort(class_sizes, stable=True)
+    if shard is not None:
+        order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
     refs_t = x.refs.T.contiguous()
     for rows in order.split(chunk):
         scores = x.queries[rows] @ refs_t
@@ -209,27 +281,58 @@ def retrieval_metrics(
             _accumulate(totals, hierarchical_query_metrics(ranking, alpha), "_hier")
             for h in range(num_levels):
                 _accumulate(totals, level_binary_metrics(ranking, h, recall_at), f"_level{h}")
-    return _finalise(totals, num_queries, num_levels, recall_at)
+    if shard is not None:
+        keys = _total_keys(num_levels, recall_at)
+        zero = torch.zeros((), dtype=torch.float64, device=x.queries.device)
+        summed = shard.all_reduce_sum(torch.stack([totals.get(key, zero) for key in keys]))
+        totals = dict(zip(keys, summed.unbind()))
+    return _finalise(totals, num_queries, num_levels, recall_at, x.queries.device)
 
 
-def _finalise(totals: dict[str, Tensor], num_queries: int, num_levels: int, recall_at: tuple[int, ...]) -> dict:
+def nan_metrics(
+    num_queries: int, num_levels: int, recall_at: Sequence[int], device: torch.device | None = None
+) -> dict[str, Tensor]:
+    """The keys of :func:`retrieval_metric_tensors` with NaN means: ``num_queries`` queries, none with a positive.
+
+    >>> out = nan_metrics(0, 1, (1,))
+    >>> sorted(out), out["map"].isnan().item()
+    (['map', 'map_at_r', 'num_queries', 'num_queries_without_positive', 'precision_at_1', 'recall_at_1'], True)
+    """
+    recall_at = check_recall_at(recall_at)
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    return _finalise({key: zero for key in _total_keys(num_levels, recall_at)}, num_queries, num_levels, recall_at,
+                     device, warn=False)  # fmt: skip
+
+
+def _finalise(
+    totals: dict[str, Tensor],
+    num_queries: int,
+    num_levels: int,
+    recall_at: tuple[int, ...],
+    device: torch.device | None,
+    warn: bool = True,
+) -> dict[str, Tensor]:
+    """Means of the per-query sums (0/0 = NaN: no query with a positive) and the two counts."""
     suffix = "" if num_levels == 1 else "_level0"
-    with_positive = int(totals[f"has_positive{suffix}"])
-    if with_positive == 0:
-        raise ValueError(
-            "No query has a positive (an item of the retrieval set with the same finest label), so no metric is "
-            "defined: check that queries and gallery share labels and that classes have at least two items."
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    with_positive = totals.get(f"has_positive{suffix}", zero)
+    if warn and int(with_positive) == 0:
+        warnings.warn(
+            "No query has a positive (an item of the retrieval set with the same finest label): the metrics are NaN. "
+            "Check that queries and gallery share labels and that classes have at least two items.",
+            UserWarning,
+            stacklevel=3,
         )
-    binary = ["map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)]
-    out: dict[str, float | int] = {}
+    binary = _binary_keys(recall_at)
+    out: dict[str, Tensor] = {}
     for key in binary:
-        out[key] = float(totals[f"{key}{suffix}"] / with_positive)
+        out[key] = totals.get(f"{key}{suffix}", zero) / with_positive
     if num_levels > 1:
         for key in ("hap", "asi", "ndcg"):
-            out[key] = float(totals[f"{key}_hier"] / totals["has_positive_hier"])
+            out[key] = totals.get(f"{key}_hier", zero) / totals.get("has_positive_hier", zero)
         for h in range(num_levels):
             for key in binary:
-                out[f"{key}_level{h}"] = float(totals[f"{key}_level{h}"] / totals[f"has_positive_level{h}"])
-    out["num_queries"] = num_queries
-    out["num_queries_without_positive"] = num_queries - with_positive
+                out[f"{key}_level{h}"] = totals.get(f"{key}_level{h}", zero) / totals.get(f"has_positive_level{h}", zero)
+    out["num_queries"] = torch.tensor(float(num_queries), dtype=torch.float64, device=device)
+    out["num_queries_without_positive"] = out["num_queries"] - with_positive
     return out

@@ -12,7 +12,20 @@ from torch import Tensor
 
 from ranklit.functional.loss_utils import check_in_range, check_score_masks, query_mean, require_positive_queries
 
-__all__ = ["calibration_loss", "contrastive_loss", "check_margins"]
+__all__ = ["calibration_loss", "contrastive_loss", "check_margins", "check_reduction", "CALIBRATION_REDUCTIONS"]
+
+CALIBRATION_REDUCTIONS = ("query", "batch_active")
+
+
+def check_reduction(reduction: str) -> str:
+    """Raise ``ValueError`` unless ``reduction`` is one of :data:`CALIBRATION_REDUCTIONS`.
+
+    >>> check_reduction("batch_active")
+    'batch_active'
+    """
+    if reduction not in CALIBRATION_REDUCTIONS:
+        raise ValueError(f"`reduction` must be one of {CALIBRATION_REDUCTIONS}, got {reduction!r}.")
+    return reduction
 
 
 def check_margins(pos_name: str, pos_margin: float, neg_name: str, neg_margin: float) -> None:
@@ -39,22 +52,33 @@ def calibration_loss(
     *,
     alpha: float = 0.9,
     beta: float = 0.6,
-    active_only: bool = False,
+    reduction: str = "query",
 ) -> Tensor:
     """Calibration loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 7)::
 
+        reduction="query" (the paper, default):
         L = mean_q [ (1/|P_q|) sum_{j in P_q} [alpha - s_j]_+  +  (1/|N_q|) sum_{j in N_q} [s_j - beta]_+ ]
 
-    Queries without a positive are skipped; a query without a negative has a zero negative term.
-    ``active_only=True`` reproduces the authors' code, which averages each term only over the pairs whose hinge is
-    active (a deliberate option; the paper's formula is the default).
+        reduction="batch_active" (the authors' released code):
+        L = sum_{(q,j) in P} [alpha - s_qj]_+ / #{(q,j) in P: active}  +  sum_{(q,j) in N} [s_qj - beta]_+ / #{N active}
+
+    With ``"query"``, queries without a positive are skipped and a query without a negative has a zero negative term.
+    ``"batch_active"`` is what the ROADMAP code computes (pytorch-metric-learning's ``ContrastiveLoss(pos_margin=alpha,
+    neg_margin=beta)`` on cosine similarities with its ``AvgNonZeroReducer``): each hinge term is averaged over the
+    pairs of the **whole batch** where it is active (non-zero), then the two are added; a term with no active pair
+    is 0, and every pair of the retrieval set counts, including those of queries without a positive.
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
         alpha: positives are pushed above ``alpha`` (0.9). beta: negatives below ``beta`` (0.6).
-        active_only: average over active hinges only (authors' code) instead of over all pairs.
+        reduction: ``"query"`` (paper's Eq. 7) or ``"batch_active"`` (authors' code).
+
+    Args:
+        scores: ``[Q, N]`` cosine similarities.
+        positives: ``[Q, N]`` bool positives mask.
+        valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
 
     Returns:
         Scalar loss. Cost: time and memory ``O(Q N)``.
@@ -65,9 +89,11 @@ def calibration_loss(
         0.15
     """
     check_margins("alpha", alpha, "beta", beta)
+    reduction = check_reduction(reduction)
     pos_hinge, neg_hinge, positives, negatives, has_positive = _hinges(scores, positives, valid, alpha, beta)
-    if active_only:
-        positives, negatives = pos_hinge > 0, neg_hinge > 0
+    if reduction == "batch_active":
+        pos_active, neg_active = (pos_hinge > 0).sum().clamp(min=1), (neg_hinge > 0).sum().clamp(min=1)
+        return pos_hinge.sum() / pos_active + neg_hinge.sum() / neg_active
     per_query = _masked_mean(pos_hinge, positives) + _masked_mean(neg_hinge, negatives)
     return query_mean(per_query, has_positive)
 

@@ -16,12 +16,13 @@ equalities of the float scores, as in the row-by-row path of :func:`~ranklit.fun
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import torch
 from torch import Tensor
 
 from ranklit.functional.positive_ranks import SortedKeys, count_at_least, sort_positive_scores
+from ranklit.functional.sharding import QueryShard
 
 __all__ = ["class_blocks", "symmetric_positive_ranks", "symmetric_tile_size"]
 
@@ -73,20 +74,24 @@ def class_blocks(labels: Tensor, tile: int) -> tuple[Tensor, list[tuple[int, int
 
 
 def symmetric_positive_ranks(
-    embeddings: Tensor, labels: Tensor, tile: int
+    embeddings: Tensor, labels: Tensor, tile: int, shard: QueryShard | None = None
 ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
     """``rank`` and ``rank+`` of the positives of every item ranking all the others (itself excluded), by blocks.
 
     Args:
         embeddings: ``[N, D]`` embeddings (score = dot product).
         labels: ``[N]`` integer labels; positives share the query's label.
-        tile: target items per block (:func:`class_blocks`).
+        tile: target items per block (:func:`class_blocks`); every process of a ``shard`` must pass the same.
+        shard: split the off-diagonal tiles across processes (tile pair ``p`` goes to process ``p mod W``); their
+            integer counts are all-reduced before anything is yielded, so every process yields the exact ranks of
+            every block. Every process computes the diagonal tiles (``tile / N`` of the work).
 
     Yields:
         For each block, ``(rank, rank_pos, valid)`` of its queries as :func:`~ranklit.functional.positive_ranks.
         positive_ranks` returns them (queries in the sorted order of :func:`class_blocks`).
 
-    Cost: ``N^2 D / 2`` multiply-adds; memory ``O(tile^2 + N P)`` with ``P`` the most positives of a query.
+    Cost: ``N^2 D / 2`` multiply-adds (``/ W`` per process with a shard); memory ``O(tile^2 + N P)`` with ``P`` the
+    most positives of a query.
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
@@ -110,14 +115,38 @@ def symmetric_positive_ranks(
         ranks_among_positives.append(rank_pos)
         real.append(valid)
         counts.append(count_at_least(diagonal, descending))
-    for i, (start, stop) in enumerate(blocks):
-        tiles.load_rows(start, stop)
-        for j in range(i + 1, len(blocks)):
-            tiles.load_columns(*blocks[j])
-            negatives = tiles.product()
-            counts[i] += count_at_least(negatives, thresholds[i])
-            counts[j] += count_at_least(negatives, thresholds[j], transposed=True)
-        yield torch.where(real[i], counts[i], 0), ranks_among_positives[i], real[i]
+    if shard is None:
+        for i in range(len(blocks)):
+            _count_negatives(tiles, blocks, thresholds, counts, i, range(i + 1, len(blocks)))
+            yield torch.where(real[i], counts[i], 0), ranks_among_positives[i], real[i]
+        return
+    negatives = [torch.zeros_like(c) for c in counts]
+    pair = 0
+    for i in range(len(blocks)):
+        mine = [j for j in range(i + 1, len(blocks)) if (pair + j - i - 1) % shard.world_size == shard.rank]
+        pair += len(blocks) - i - 1
+        _count_negatives(tiles, blocks, thresholds, negatives, i, mine)
+    flat = shard.all_reduce_sum(torch.cat([c.flatten() for c in negatives]))
+    for i, block_negatives in enumerate(flat.split([c.numel() for c in negatives])):
+        total = counts[i] + block_negatives.view_as(counts[i])
+        yield torch.where(real[i], total, 0), ranks_among_positives[i], real[i]
+
+
+def _count_negatives(
+    tiles: _Tiles,
+    blocks: list[tuple[int, int]],
+    thresholds: list[Tensor],
+    counts: list[Tensor],
+    i: int,
+    columns: Iterable[int],
+) -> None:
+    """Add the items of blocks ``columns`` (all ``> i``) to the counts of block ``i`` and theirs to block ``i``'s."""
+    tiles.load_rows(*blocks[i])
+    for j in columns:
+        tiles.load_columns(*blocks[j])
+        negatives = tiles.product()
+        counts[i] += count_at_least(negatives, thresholds[i])
+        counts[j] += count_at_least(negatives, thresholds[j], transposed=True)
 
 
 class _Tiles:

@@ -12,7 +12,11 @@ are computed in float32), build the ``[Q, N]`` mask of the items each query rank
   label (column 0); a batch where no query has a positive raises ``ValueError``. Losses that need more than the
   masks (class ids, the embedding dimension) override ``retrieval_loss`` and call :func:`binary_positives`.
 
-Embeddings are assumed L2-normalised (the model normalises them), so scores are cosine similarities.
+Every loss L2-normalises the embeddings first (``normalize=True``, the default; gradients flow through the
+normalisation), so raw network features give cosine scores; ``normalize=False`` keeps raw dot products (SPEC.md §0).
+Losses that rank (smooth-rank, binned, H-AP) accept ``include_self``: ``True`` keeps each query in its own ranking, as
+the authors' released code does (with normalised embeddings its score 1 puts it at rank 1 as a positive); the default
+``False`` excludes it (the papers' definition).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import inspect
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import RetrievalInputs, excluded_pairs, prepare_inputs
+from ranklit.functional.inputs import RetrievalInputs, check_flag, prepare_inputs
 from ranklit.functional.loss_utils import require_positive_queries
 
 __all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
@@ -67,7 +71,17 @@ class RetrievalLoss(EmbeddingLoss):
     removed from a query's ranking when ``ref_ids`` equals the query's ``ids`` (pass both or neither).
 
     Cost: the scores take ``O(Q N D)`` time and ``O(Q N)`` memory on top of the subclass's own cost.
+
+    Args:
+        normalize: L2-normalise the embeddings (and ``ref_embeddings``) before scoring (default ``True``).
+        include_self: keep each query in its own ranking (authors' code; default ``False``). With
+            ``ref_embeddings`` the query is kept when an item with its id is in the retrieval set.
     """
+
+    def __init__(self, *, normalize: bool = True, include_self: bool = False) -> None:
+        super().__init__()
+        self.normalize = check_flag(normalize, "normalize")
+        self.include_self = check_flag(include_self, "include_self")
 
     def forward(
         self,
@@ -81,10 +95,11 @@ class RetrievalLoss(EmbeddingLoss):
     ) -> Tensor:
         """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``."""
         inputs = prepare_inputs(
-            embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids
-        )
+            embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
+            normalize=self.normalize,
+        )  # fmt: skip
         scores = inputs.queries @ inputs.refs.T
-        excluded = excluded_pairs(inputs.query_ids, inputs.ref_ids, inputs.refs.shape[0])
+        excluded = None if self.include_self else inputs.self_pairs()
         valid = torch.ones_like(scores, dtype=torch.bool) if excluded is None else ~excluded
         return self.retrieval_loss(scores, inputs, valid)
 

@@ -17,11 +17,12 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
     In training mode the scores get a random margin ``margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives
     raised) before ranking; in eval mode the loss is exactly ``1 - mAP``. See
     :func:`ranklit.functional.blackbox_ap_loss`. Positives share the finest label; the query is excluded from its own
-    ranking; embeddings are assumed L2-normalised. Time ``O(B N log N)``, memory ``O(B N)``.
+    ranking; embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B N log N)``, memory ``O(B N)``.
 
     Args:
         lam: blackbox interpolation strength ``lambda`` (4).
         margin: scale of the random training margin (0.02).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
 
     Example:
         >>> import torch
@@ -30,8 +31,8 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
         True
     """
 
-    def __init__(self, lam: float = 4.0, margin: float = 0.02) -> None:
-        super().__init__()
+    def __init__(self, lam: float = 4.0, margin: float = 0.02, normalize: bool = True) -> None:
+        super().__init__(normalize=normalize)
         self.lam = check_positive("lam", lam)
         self.margin = check_in_range("margin", margin, 0.0, 2.0)
 

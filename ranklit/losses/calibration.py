@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ranklit.functional.pair_losses import calibration_loss, check_margins
+from ranklit.functional.pair_losses import calibration_loss, check_margins, check_reduction
 from ranklit.losses.base import BinaryRetrievalLoss
 
 __all__ = ["CalibrationLoss"]
@@ -14,13 +14,16 @@ class CalibrationLoss(BinaryRetrievalLoss):
     """Calibration loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 7): positives above ``alpha``, negatives below
     ``beta``, each term averaged per query, then over the queries with a positive.
 
-    See :func:`ranklit.functional.calibration_loss`. ``active_only=True`` reproduces the authors' code (averages over
-    active hinges only). Embeddings are assumed L2-normalised. Time and memory ``O(B N)``.
+    See :func:`ranklit.functional.calibration_loss`. ``reduction="batch_active"`` reproduces the authors' released
+    ROADMAP code (pytorch-metric-learning's ``ContrastiveLoss`` with ``AvgNonZeroReducer``: the positive and the
+    negative hinge terms each averaged over the active pairs of the whole batch, then added). Embeddings are
+    L2-normalised first unless ``normalize=False``. The query is never paired with itself. Time and memory ``O(B N)``.
 
     Args:
         alpha: positive threshold (0.9).
         beta: negative threshold (0.6), at most ``alpha``.
-        active_only: average each term over its active hinges only (default ``False``, the paper's formula).
+        reduction: ``"query"`` (the paper's formula, default) or ``"batch_active"`` (the authors' code).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
 
     Example:
         >>> import torch
@@ -29,12 +32,10 @@ class CalibrationLoss(BinaryRetrievalLoss):
         True
     """
 
-    def __init__(self, alpha: float = 0.9, beta: float = 0.6, active_only: bool = False) -> None:
-        super().__init__()
+    def __init__(self, alpha: float = 0.9, beta: float = 0.6, reduction: str = "query", normalize: bool = True) -> None:
+        super().__init__(normalize=normalize)
         check_margins("alpha", alpha, "beta", beta)
-        self.alpha, self.beta, self.active_only = float(alpha), float(beta), bool(active_only)
+        self.alpha, self.beta, self.reduction = float(alpha), float(beta), check_reduction(reduction)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return calibration_loss(
-            scores, positives, valid, alpha=self.alpha, beta=self.beta, active_only=self.active_only
-        )
+        return calibration_loss(scores, positives, valid, alpha=self.alpha, beta=self.beta, reduction=self.reduction)

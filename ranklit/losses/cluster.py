@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import prepare_inputs
+from ranklit.functional.inputs import check_flag, prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, cluster_loss
 from ranklit.losses.base import EmbeddingLoss
@@ -74,7 +74,7 @@ class ClusterLoss(EmbeddingLoss):
     The proxies (a parameter ``proxies`` of shape ``[num_classes, embedding_dim]``) give a reference shared across
     batches. They need their own learning rate (authors: Adam, lr 10 with cosine decay on SOP, 2e-5 on iNaturalist):
     ``ranklit.models.RetrievalModule`` puts every parameter of the loss module in a separate ``"loss"`` param group.
-    Embeddings are assumed L2-normalised; proxies are normalised on the fly. Only column 0 of ``[B, L]`` labels is
+    Embeddings are L2-normalised first unless ``normalize=False``; proxies are normalised on the fly. Only column 0 of ``[B, L]`` labels is
     used, and it must hold ids in ``[0, num_classes)``. ``ref_*`` arguments are accepted for a uniform call and
     ignored: the proxy term only involves the queries. Cost ``O(B C D)``.
 
@@ -83,6 +83,8 @@ class ClusterLoss(EmbeddingLoss):
             :meth:`setup_classes` (``RetrievalModule`` does it from the training set before training).
         embedding_dim: embedding dimension ``D``; ``None``: as ``num_classes``.
         temperature: ``sigma`` (0.05).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products with the
+            normalised proxies).
 
     Example:
         >>> loss = ClusterLoss(num_classes=3, embedding_dim=4)
@@ -94,9 +96,14 @@ class ClusterLoss(EmbeddingLoss):
     proxies: nn.Parameter | None
 
     def __init__(
-        self, num_classes: int | None = None, embedding_dim: int | None = None, temperature: float = 0.05
+        self,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
+        temperature: float = 0.05,
+        normalize: bool = True,
     ) -> None:
         super().__init__()
+        self.normalize = check_flag(normalize, "normalize")
         self.num_classes = num_classes
         self.temperature = check_positive("temperature", temperature)
         self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
@@ -118,7 +125,7 @@ class ClusterLoss(EmbeddingLoss):
         ref_ids: Tensor | None = None,
     ) -> Tensor:
         """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]`` (``ref_*`` ignored)."""
-        inputs = prepare_inputs(embeddings, labels)
+        inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
         return self.proxy_loss(inputs.queries, inputs.query_labels)
 
     def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
@@ -130,4 +137,5 @@ class ClusterLoss(EmbeddingLoss):
 
     def extra_repr(self) -> str:
         dim = None if self.proxies is None else self.proxies.shape[1]
-        return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={self.temperature}"
+        options = f"temperature={self.temperature}, normalize={self.normalize}"
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, {options}"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_in_range
-from ranklit.losses.base import BinaryRetrievalLoss
+from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
 from ranklit.losses.calibration import CalibrationLoss
 from ranklit.losses.smooth_ap import SupAPLoss
 
@@ -17,14 +18,22 @@ class ROADMAPLoss(BinaryRetrievalLoss):
 
     Both terms share one score matrix. Defaults are the paper's: ``tau = 0.01``, ``rho = 100``, ``delta = 0.05``,
     ``alpha = 0.9``, ``beta = 0.6``, ``lam = 0.5``. The query is excluded from its own ranking and the authors'
-    ``offset``/``start`` config values are not reproduced (see :class:`SupAPLoss`). Embeddings are assumed
-    L2-normalised. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
+    ``offset``/``start`` config values are not reproduced (see :class:`SupAPLoss`). Embeddings are L2-normalised
+    first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
+
+    **Reproducing the authors' released code:** ``ROADMAPLoss(include_self=True,
+    calibration_reduction="batch_active")``: the SupAP term keeps each query in its own ranking, and the calibration
+    term averages its hinges over the active pairs of the whole batch (pytorch-metric-learning's ``ContrastiveLoss``,
+    which never pairs an item with itself, so the calibration term excludes the query in both settings).
 
     Args:
         tau, rho, delta: :class:`SupAPLoss` parameters.
-        alpha, beta, active_only: :class:`CalibrationLoss` parameters.
+        alpha, beta: :class:`CalibrationLoss` thresholds.
         lam: weight of the calibration loss, in ``[0, 1]``.
+        calibration_reduction: :class:`CalibrationLoss` ``reduction`` (``"query"``, the paper; ``"batch_active"``).
         chunk_size: queries per chunk of the SupAP term (``None``: from a memory budget).
+        normalize: L2-normalise the embeddings first (default ``True``).
+        include_self: keep the query in the SupAP term's ranking (authors' code; default ``False``).
 
     Example:
         >>> import torch
@@ -41,14 +50,19 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         alpha: float = 0.9,
         beta: float = 0.6,
         lam: float = 0.5,
-        active_only: bool = False,
+        calibration_reduction: str = "query",
         chunk_size: int | None = None,
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.supap = SupAPLoss(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size)
-        self.calibration = CalibrationLoss(alpha=alpha, beta=beta, active_only=active_only)
+        self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction)
 
-    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        supap = self.supap.binary_loss(scores, positives, valid)
-        return (1.0 - self.lam) * supap + self.lam * self.calibration.binary_loss(scores, positives, valid)
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        supap = self.supap.binary_loss(scores, binary_positives(inputs, valid), valid)
+        self_pairs = inputs.self_pairs() if self.include_self else None
+        pairs = valid if self_pairs is None else valid & ~self_pairs  # the calibration never pairs q with itself
+        calibration = self.calibration.binary_loss(scores, binary_positives(inputs, pairs), pairs)
+        return (1.0 - self.lam) * supap + self.lam * calibration

@@ -7,7 +7,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import check_hierarchy, prepare_inputs
+from ranklit.functional.inputs import check_flag, check_hierarchy, prepare_inputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, csl_loss
 from ranklit.losses.base import EmbeddingLoss
@@ -27,7 +27,8 @@ class CSLLoss(EmbeddingLoss):
     every batch (the hierarchy is consistent, so a fine class has one parent) or set at once with
     :meth:`register_hierarchy` (e.g. from the training set's labels). Until its coarse labels are known, a proxy only
     serves as a negative at the fine level. Under DDP, buffers are broadcast from rank 0 at every step, so register the
-    whole hierarchy up front to give every rank the same negatives. Embeddings are assumed L2-normalised; proxies are
+    whole hierarchy up front to give every rank the same negatives. Embeddings are L2-normalised first unless
+    ``normalize=False``; proxies are
     normalised on the fly and need their own learning rate (the module's parameters). ``ref_*`` arguments are
     ignored. Cost ``O(B C (D + L))``.
 
@@ -37,6 +38,7 @@ class CSLLoss(EmbeddingLoss):
         embedding_dim: embedding dimension ``D``; ``None``: as ``num_classes``.
         margins: one margin per label column, finest first (DyML, three levels: 0.25, 0.35, 0.45).
         scale: logit scale (32).
+        normalize: L2-normalise the embeddings first (default ``True``).
 
     Example:
         >>> loss = CSLLoss(num_classes=4, embedding_dim=8, margins=(0.25, 0.35))
@@ -56,8 +58,10 @@ class CSLLoss(EmbeddingLoss):
         embedding_dim: int | None = None,
         margins: Sequence[float] = (0.25, 0.35, 0.45),
         scale: float = 32.0,
+        normalize: bool = True,
     ) -> None:
         super().__init__()
+        self.normalize = check_flag(normalize, "normalize")
         if len(margins) == 0:
             raise ValueError("`margins` must hold one margin per label column, got an empty sequence.")
         self.margins = tuple(float(m) for m in margins)
@@ -115,7 +119,7 @@ class CSLLoss(EmbeddingLoss):
         ref_ids: Tensor | None = None,
     ) -> Tensor:
         """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B, L]`` (``ref_*`` ignored)."""
-        inputs = prepare_inputs(embeddings, labels)
+        inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
         proxies = require_proxies(self.proxies, "CSLLoss")
         check_proxy_dimension(inputs.queries, proxies)
         self.register_hierarchy(inputs.query_labels)

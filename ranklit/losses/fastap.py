@@ -15,11 +15,14 @@ class FastAPLoss(BinaryRetrievalLoss):
 
     ``num_bins = K`` gives ``K + 1`` triangular bins of width ``4/K`` over ``[0, 4]``. Gradients come from autograd
     (the authors' backward is off by a factor ``N/2``; not reproduced). Positives share the finest label; the query
-    is excluded from its own ranking; embeddings are assumed L2-normalised. See
+    is excluded from its own ranking unless ``include_self=True``; embeddings are L2-normalised first unless
+    ``normalize=False``. See
     :func:`ranklit.functional.fastap_loss`. Time and memory ``O(B (N + K))``.
 
     Args:
         num_bins: ``K`` (10).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking (a positive at distance 0; default ``False``).
 
     Example:
         >>> import torch
@@ -28,8 +31,8 @@ class FastAPLoss(BinaryRetrievalLoss):
         True
     """
 
-    def __init__(self, num_bins: int = 10) -> None:
-        super().__init__()
+    def __init__(self, num_bins: int = 10, normalize: bool = True, include_self: bool = False) -> None:
+        super().__init__(normalize=normalize, include_self=include_self)
         self.num_bins = check_num_bins("num_bins", num_bins, 1)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:

@@ -20,8 +20,10 @@ class HAPLoss(RetrievalLoss):
     For each relevant item ``k`` (level ``>= 1``) of each query, ``rank(k)`` uses ROADMAP's upper bound ``H^-`` on the
     items of strictly lower level and ``H-rank(k)`` the lower bound ``H_lb`` on the items of strictly higher level;
     all other steps are exact and carry no gradient. The relevance is HAPPIER Eq. 4 with exponent ``alpha``, counted
-    in each query's retrieval set without the query (the authors' code keeps the query as its own best match). With
-    ``[B]`` labels (L = 1) this is exactly :class:`ranklit.losses.SupAPLoss`. Embeddings are assumed L2-normalised.
+    in each query's retrieval set without the query; ``include_self=True`` keeps the query in its own ranking (a
+    relevant item of level L at rank 1, counted in ``|Omega^(L)|``), as the authors' released HAPPIER code does. With
+    ``[B]`` labels (L = 1) this is exactly :class:`ranklit.losses.SupAPLoss`. Embeddings are L2-normalised first
+    unless ``normalize=False``.
     Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` with ``P`` the largest number of relevant items of a query
     (never ``B x B x B``).
 
@@ -32,6 +34,8 @@ class HAPLoss(RetrievalLoss):
         with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default). ``False`` reproduces the authors'
             configs, where items of higher level get the exact step and no gradient.
         chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking (authors' code; default ``False``, the paper).
 
     Example:
         >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
@@ -51,8 +55,10 @@ class HAPLoss(RetrievalLoss):
         gamma: float = 0.5,
         with_hrank: bool = True,
         chunk_size: int | None = None,
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(normalize=normalize, include_self=include_self)
         check_hap_hyperparameters(tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, alpha=alpha)
         self.surrogate_params = {"alpha": alpha, "tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta,
                         "gamma": gamma}  # fmt: skip
@@ -68,7 +74,8 @@ class HAPLoss(RetrievalLoss):
         )  # fmt: skip
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.surrogate_params.items()) + f", with_hrank={self.with_hrank}"
+        params = ", ".join(f"{k}={v}" for k, v in self.surrogate_params.items())
+        return f"{params}, with_hrank={self.with_hrank}, normalize={self.normalize}, include_self={self.include_self}"
 
 
 class HAPPIERLoss(RetrievalLoss):
@@ -77,8 +84,9 @@ class HAPPIERLoss(RetrievalLoss):
     The H-AP term is :class:`HAPLoss` on the retrieval set (batch, or ``ref_*`` when given); the clustering term is
     :class:`ClusterLoss` on the queries only (proxies of the fine classes, column 0, ids in ``[0, num_classes)``).
     The proxies, ``self.cluster.proxies``, are the module's only parameters: give them their own learning rate and
-    schedule (authors: Adam lr 10 with cosine decay on SOP, 2e-5 on iNaturalist). Embeddings are assumed
-    L2-normalised. Cost: :class:`HAPLoss` plus ``O(B C D)``.
+    schedule (authors: Adam lr 10 with cosine decay on SOP, 2e-5 on iNaturalist). Embeddings are L2-normalised
+    first unless ``normalize=False``; ``include_self=True`` keeps the query in the H-AP term's ranking (the authors'
+    released code). Cost: :class:`HAPLoss` plus ``O(B C D)``.
 
     Args:
         num_classes: number of fine training classes (proxies); ``None``: set at fit time (see :class:`ClusterLoss`).
@@ -86,6 +94,8 @@ class HAPPIERLoss(RetrievalLoss):
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
         alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size: :class:`HAPLoss` arguments.
+        normalize: L2-normalise the embeddings first (default ``True``).
+        include_self: keep the query in the H-AP term's ranking (default ``False``).
 
     Example:
         >>> loss = HAPPIERLoss(num_classes=4, embedding_dim=4)
@@ -110,8 +120,10 @@ class HAPPIERLoss(RetrievalLoss):
         gamma: float = 0.5,
         with_hrank: bool = True,
         chunk_size: int | None = None,
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.hap = HAPLoss(alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma,
                            with_hrank=with_hrank, chunk_size=chunk_size)  # fmt: skip

@@ -23,7 +23,8 @@ class LevelSumLoss(EmbeddingLoss):
     This is the "Σ" family of HAPPIER's tables (e.g. Σ TL_SH, Σ NSM, Σ ROADMAP). Pass one loss to apply it at every
     level (parameter-free losses), or one loss per label column, finest first (needed for proxy losses, whose
     ``num_classes`` differs per level). The ``ref_*`` and id arguments are forwarded to each loss with the matching
-    label column. Cost: the sum of the losses' costs.
+    label column. Each loss normalises the embeddings itself (their ``normalize`` option). Cost: the sum of the losses'
+    costs.
 
     Args:
         losses: a binary loss module, or a sequence of them, one per label column.

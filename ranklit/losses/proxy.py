@@ -4,8 +4,8 @@ ECCV 2020).
 Both are a softmax cross-entropy of each embedding against one learnable proxy per fine class, so they reuse
 :class:`ranklit.losses.ClusterLoss` (same proxies, validation and call; ``ref_*`` arguments are accepted for a uniform
 call and ignored, since only the queries meet the proxies; no positive pair is needed inside the batch). Labels must
-hold fine class ids in ``[0, num_classes)`` (``ValueError`` otherwise); embeddings are assumed L2-normalised and the
-proxies are normalised on the fly. Cost ``O(B C D)`` time, ``O(B C)`` memory.
+hold fine class ids in ``[0, num_classes)`` (``ValueError`` otherwise); embeddings are L2-normalised first unless
+``normalize=False``, and the proxies are normalised on the fly. Cost ``O(B C D)`` time, ``O(B C)`` memory.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class NormSoftmaxLoss(ClusterLoss):
         num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
         embedding_dim: embedding dimension (``None``: likewise).
         temperature: softmax temperature (0.05).
+        normalize: L2-normalise the embeddings first (default ``True``).
 
     Example:
         >>> import torch
@@ -49,6 +50,7 @@ class ProxyNCAPPLoss(ClusterLoss):
         num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
         embedding_dim: embedding dimension (``None``: likewise).
         temperature: ``T`` (1/9) of the squared-distance softmax.
+        normalize: L2-normalise the embeddings first (default ``True``; the identity above assumes unit vectors).
 
     Example:
         >>> import torch
@@ -59,13 +61,17 @@ class ProxyNCAPPLoss(ClusterLoss):
     """
 
     def __init__(
-        self, num_classes: int | None = None, embedding_dim: int | None = None, temperature: float = 1.0 / 9.0
+        self,
+        num_classes: int | None = None,
+        embedding_dim: int | None = None,
+        temperature: float = 1.0 / 9.0,
+        normalize: bool = True,
     ) -> None:
         temperature = check_positive("temperature", temperature)
-        super().__init__(num_classes, embedding_dim, temperature / 2.0)
+        super().__init__(num_classes, embedding_dim, temperature / 2.0, normalize=normalize)
         self.distance_temperature = temperature
 
     def extra_repr(self) -> str:
         dim = None if self.proxies is None else self.proxies.shape[1]
-        temperature = self.distance_temperature
-        return f"num_classes={self.num_classes}, embedding_dim={dim}, temperature={temperature}"
+        options = f"temperature={self.distance_temperature}, normalize={self.normalize}"
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, {options}"

@@ -18,12 +18,15 @@ class SmoothAPLoss(BinaryRetrievalLoss):
                                              / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
 
     See :func:`ranklit.functional.smooth_ap_loss`. Positives share the finest label (column 0 of
-    ``[B, L]`` labels); the query is excluded from its own ranking (the authors' code keeps it). Embeddings are assumed
-    L2-normalised. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per query), never ``B^3``.
+    ``[B, L]`` labels); the query is excluded from its own ranking unless ``include_self=True``, which reproduces the
+    authors' released Smooth-AP code (query kept as its own positive). Embeddings are L2-normalised first (cosine
+    scores) unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per query), never ``B^3``.
 
     Args:
         tau: sigmoid temperature (0.01).
         chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
 
     Example:
         >>> import torch
@@ -33,8 +36,10 @@ class SmoothAPLoss(BinaryRetrievalLoss):
         True
     """
 
-    def __init__(self, tau: float = 0.01, chunk_size: int | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self, tau: float = 0.01, chunk_size: int | None = None, normalize: bool = True, include_self: bool = False
+    ) -> None:
+        super().__init__(normalize=normalize, include_self=include_self)
         self.tau = check_positive("tau", tau)
         self.chunk_size = check_chunk_size(chunk_size)
 
@@ -49,14 +54,16 @@ class SupAPLoss(BinaryRetrievalLoss):
 
     The ranks among positives use the exact step (no gradient); the negatives use ``H^-`` (sigmoid, +0.5 jump on
     ``(0, delta]``, slope ``rho`` beyond). See :func:`ranklit.functional.supap_loss`. Positives share the finest
-    label; the query is excluded from its own ranking; embeddings are assumed L2-normalised. Time ``O(B P N)``, peak
-    memory ``O(chunk P N + B N)``.
+    label; the query is excluded from its own ranking unless ``include_self=True`` (the authors' ROADMAP code keeps
+    it); embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
 
     Args:
         tau: sigmoid temperature (0.01).
         rho: slope of the linear part of ``H^-`` (100).
         delta: where the linear part starts (0.05).
         chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
 
     Example:
         >>> import torch
@@ -67,9 +74,15 @@ class SupAPLoss(BinaryRetrievalLoss):
     """
 
     def __init__(
-        self, tau: float = 0.01, rho: float = 100.0, delta: float = 0.05, chunk_size: int | None = None
+        self,
+        tau: float = 0.01,
+        rho: float = 100.0,
+        delta: float = 0.05,
+        chunk_size: int | None = None,
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(normalize=normalize, include_self=include_self)
         self.tau = check_positive("tau", tau)
         self.rho = check_positive("rho", rho)
         self.delta = check_positive("delta", delta)

@@ -17,14 +17,16 @@ class SoftBinAPLoss(RetrievalLoss):
 
     Positives share the finest label (column 0), as for every binary loss. Options (off by default): ``tie_aware``
     uses the tie-aware precision of Eq. 13 (``mAP_T``); ``class_balanced`` weights the queries so that every (fine)
-    class of the batch weighs the same (§4.2). The query is excluded from its own ranking; embeddings are assumed
-    L2-normalised. See :func:`ranklit.functional.softbin_ap_loss` for the formula and the departure from the authors'
+    class of the batch weighs the same (§4.2). The query is excluded from its own ranking unless
+    ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. See :func:`ranklit.functional.softbin_ap_loss` for the formula and the departure from the authors'
     end bins. Time and memory ``O(B (N + M))``.
 
     Args:
         num_bins: ``M`` (20), at least 2.
         tie_aware: use ``mAP_T``.
         class_balanced: class-balanced query weights.
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking (a positive in the top bin; default ``False``).
 
     Example:
         >>> import torch
@@ -39,8 +41,10 @@ class SoftBinAPLoss(RetrievalLoss):
         num_bins: int = 20,
         tie_aware: bool = False,
         class_balanced: bool = False,
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(normalize=normalize, include_self=include_self)
         self.num_bins = check_num_bins("num_bins", num_bins, 2)
         self.tie_aware, self.class_balanced = bool(tie_aware), bool(class_balanced)
 

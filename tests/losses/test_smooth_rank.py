@@ -19,8 +19,8 @@ LOSSES = {
     ),
     "calibration": (CalibrationLoss, oracle.calibration),
     "calibration_active": (
-        lambda: CalibrationLoss(active_only=True),
-        lambda *a: oracle.calibration(*a, active_only=True),
+        lambda: CalibrationLoss(reduction="batch_active"),
+        lambda *a: oracle.calibration(*a, reduction="batch_active"),
     ),
     "roadmap": (ROADMAPLoss, oracle.roadmap),
 }

@@ -35,6 +35,6 @@ def run(rank: int, world_size: int, port: int, out_path: str) -> None:
         result = metric.compute()
         if rank == 0:
             with open(out_path, "w") as f:
-                json.dump(result, f)
+                json.dump({key: float(value) for key, value in result.items()}, f)
     finally:
         dist.destroy_process_group()

@@ -3,6 +3,8 @@ and the errors raised on bad input."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -51,11 +53,12 @@ def test_increasing_affine_map_of_embeddings_changes_nothing() -> None:
     queries = torch.randn(10, 4, generator=g, dtype=torch.float64)
     gallery = torch.randn(30, 4, generator=g, dtype=torch.float64)
     q_labels, g_labels = torch.randint(0, 3, (10,), generator=g), torch.randint(0, 3, (30,), generator=g)
-    before = retrieval_metrics(queries, q_labels, ref_embeddings=gallery, ref_labels=g_labels)
+    before = retrieval_metrics(queries, q_labels, ref_embeddings=gallery, ref_labels=g_labels, normalize=False)
     # s -> 3 s + 0.5 by scaling the queries and appending a constant coordinate
     scaled_q = torch.cat([3 * queries, torch.ones(10, 1, dtype=torch.float64)], 1)
     shifted_g = torch.cat([gallery, torch.full((30, 1), 0.5, dtype=torch.float64)], 1)
-    assert retrieval_metrics(scaled_q, q_labels, ref_embeddings=shifted_g, ref_labels=g_labels) == pytest.approx(before)
+    after = retrieval_metrics(scaled_q, q_labels, ref_embeddings=shifted_g, ref_labels=g_labels, normalize=False)
+    assert after == pytest.approx(before)
 
 
 def test_perfect_ranking_gives_one_everywhere() -> None:
@@ -105,8 +108,9 @@ def test_errors_name_the_problem() -> None:
         retrieval_metrics(torch.full((6, 3), float("nan")), labels)
     with pytest.raises(ValueError, match="not a consistent hierarchy"):
         retrieval_metrics(e, torch.stack([labels, torch.tensor([0, 1, 0, 0, 1, 1])], 1))
-    with pytest.raises(ValueError, match="No query has a positive"):
-        retrieval_metrics(e, torch.arange(6))
+    with pytest.warns(UserWarning, match="No query has a positive"):  # undefined, not an error: NaN and counted
+        out = retrieval_metrics(e, torch.arange(6))
+    assert math.isnan(out["map"]) and out["num_queries_without_positive"] == 6
     with pytest.raises(ValueError, match="`junk`"):
         retrieval_metrics(e, labels, junk=torch.zeros(6, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match="`recall_at`"):

@@ -67,11 +67,9 @@ def test_reset_and_attributes() -> None:
     ("call", "match"),
     [
         (lambda m: m.compute(), "before any `update`"),
-        (lambda m: m.update(torch.randn(3, 2), torch.zeros(4, dtype=torch.long)), "one row per embedding"),
+        (lambda m: m.update(torch.randn(3, 2), torch.zeros(4, dtype=torch.long)), "one label row per embedding"),
         (lambda m: (m.update(torch.randn(3, 2), torch.zeros(3, dtype=torch.long), torch.arange(3)),
                     m.update(torch.randn(3, 2), torch.zeros(3, dtype=torch.long))), "every call or in none"),
-        (lambda m: (m.update(torch.randn(3, 2), torch.zeros(3, dtype=torch.long), gallery=True), m.compute()),
-         "add the queries"),
     ],
 )
 def test_errors(call, match: str) -> None:

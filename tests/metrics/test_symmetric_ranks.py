@@ -3,15 +3,20 @@ brute-force oracle, against the row-by-row path, and the pieces it is built from
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 import torch
 
-from ranklit.functional import positive_ranks, retrieval_metrics, symmetric_ranks
+from ranklit.functional import metrics, positive_ranks, symmetric_ranks
 from ranklit.functional.positive_ranks import count_at_least
 from ranklit.functional.symmetric_ranks import class_blocks
-from tests.oracles.metrics import oracle_retrieval_metrics
+from tests.oracles import metrics as oracle
+
+# The ranking arithmetic on raw dot products (integer coordinates give exact ties); normalisation: test_raw_inputs.py
+retrieval_metrics = functools.partial(metrics.retrieval_metrics, normalize=False)
+oracle_retrieval_metrics = functools.partial(oracle.oracle_retrieval_metrics, normalize=False)
 
 
 def _assert_close(got: dict, expected: dict) -> None:

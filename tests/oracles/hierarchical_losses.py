@@ -25,6 +25,12 @@ class Steps:
     gamma: float = 0.5
 
 
+def unit(x: Tensor) -> Tensor:
+    """Rows divided by their Euclidean norm, in float64 (differentiable)."""
+    x = x.double()
+    return x / torch.sqrt((x * x).sum(dim=1, keepdim=True))
+
+
 def heaviside(x: Tensor) -> float:
     """Exact step with H(0) = 1, as a constant (no gradient)."""
     return 1.0 if float(x.detach()) >= 0 else 0.0
@@ -77,6 +83,7 @@ def retrieval_sets(
         ref_embeddings, ref_labels = embeddings, labels
         ids = ref_ids = torch.arange(embeddings.shape[0])
     ref_labels = ref_labels[:, None] if ref_labels.ndim == 1 else ref_labels
+    embeddings, ref_embeddings = unit(embeddings), unit(ref_embeddings)  # SPEC.md §0: normalised first
     out = []
     for q in range(embeddings.shape[0]):
         scores, levels = [], []
@@ -188,6 +195,7 @@ def supap_loss(embeddings: Tensor, labels: Tensor, steps: Steps = Steps()) -> Te
 
 def cluster_loss(embeddings: Tensor, fine_labels: Tensor, proxies: Tensor, temperature: float) -> Tensor:
     """HAPPIER Eq. 6: mean over samples of ``-log softmax(<v, p_z / |p_z|> / temperature)[y]``."""
+    embeddings = unit(embeddings)
     total = torch.zeros((), dtype=torch.float64)
     for i in range(embeddings.shape[0]):
         logits = [torch.dot(embeddings[i], p / p.norm()) / temperature for p in proxies]
@@ -202,6 +210,7 @@ def csl_loss(
     """CSL (Sun et al. 2021): per level h, ``log(1 + sum_{n} exp(scale (s_n - s_y + m_h)))`` over the proxies ``n``
     whose class differs from the sample's at column h, ``s_y`` the similarity to the sample's own fine proxy; mean over
     samples, sum over levels. A proxy whose label at column h is unknown (-1) is no negative at that level."""
+    embeddings = unit(embeddings)
     total = torch.zeros((), dtype=torch.float64)
     for h, margin in enumerate(margins):
         level_total = torch.zeros((), dtype=torch.float64)

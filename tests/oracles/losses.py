@@ -2,13 +2,20 @@
 
 Independent of ranklit: each oracle takes the module call's arguments, builds each query's retrieval set by the ids
 rule, and evaluates the formula item by item with differentiable torch scalars, so values *and* gradients can be
-compared with the library.
+compared with the library. Embeddings are L2-normalised first (SPEC.md §0: losses normalise what they receive),
+inside the autograd graph, so gradients are those with respect to the raw input.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+
+def unit(x: Tensor) -> Tensor:
+    """Rows divided by their Euclidean norm, in float64 (differentiable)."""
+    x = x.double()
+    return x / torch.sqrt((x * x).sum(dim=1, keepdim=True))
 
 
 def problem(emb, labels, ref_emb=None, ref_labels=None, ids=None, ref_ids=None):
@@ -22,7 +29,7 @@ def problem(emb, labels, ref_emb=None, ref_labels=None, ids=None, ref_ids=None):
     omegas = []
     for q in range(emb.shape[0]):
         omegas.append([j for j in range(ref_emb.shape[0]) if ids is None or int(ids[q]) != int(ref_ids[j])])
-    return emb.double(), labels, ref_emb.double(), ref_labels, omegas
+    return unit(emb), labels, unit(ref_emb), ref_labels, omegas
 
 
 def sig(x: Tensor, tau: float) -> Tensor:
@@ -88,14 +95,27 @@ def average_precision(*args):
     return sum(aps) / len(aps)
 
 
-def calibration(*args, alpha=0.9, beta=0.6, active_only=False):
+def calibration(*args, alpha=0.9, beta=0.6, reduction="query"):
+    """ROADMAP Eq. 7 per query (``"query"``); ``"batch_active"``: pytorch-metric-learning's ContrastiveLoss with
+    AvgNonZeroReducer, i.e. every positive / negative pair of the batch, each hinge sum divided by its number of
+    non-zero terms, the two added."""
+    if reduction == "batch_active":
+        emb, labels, ref, ref_labels, omegas = problem(*args)
+        pos_h, neg_h = [], []
+        for q in range(emb.shape[0]):
+            for j in omegas[q]:
+                s = torch.dot(emb[q], ref[j])
+                if int(ref_labels[j, 0]) == int(labels[q, 0]):
+                    pos_h.append(torch.clamp(alpha - s, min=0))
+                else:
+                    neg_h.append(torch.clamp(s - beta, min=0))
+        pos_h = [h for h in pos_h if float(h.detach()) > 0]
+        neg_h = [h for h in neg_h if float(h.detach()) > 0]
+        return (sum(pos_h) / len(pos_h) if pos_h else 0.0) + (sum(neg_h) / len(neg_h) if neg_h else 0.0)
     terms = []
     for _, s, pos, neg in _binary_queries(args):
         pos_h = [torch.clamp(alpha - s[j], min=0) for j in pos]
         neg_h = [torch.clamp(s[j] - beta, min=0) for j in neg]
-        if active_only:
-            pos_h = [h for h in pos_h if float(h.detach()) > 0]
-            neg_h = [h for h in neg_h if float(h.detach()) > 0]
         term = sum(pos_h) / len(pos_h) if pos_h else 0.0
         terms.append(term + (sum(neg_h) / len(neg_h) if neg_h else 0.0))
     return sum(terms) / len(terms)
@@ -211,6 +231,7 @@ def triplet_semihard(*args, margin=0.2):
 def proxy_softmax(emb, labels, proxies, temperature, squared_distance=False):
     """Cross-entropy of each embedding against normalised proxies: logits ``<v, p>/T`` or ``-|v - p|^2 / T``."""
     labels = labels[:, 0] if labels.ndim == 2 else labels
+    emb = unit(emb)
     total = 0.0
     for i in range(emb.shape[0]):
         logits = []

@@ -82,8 +82,17 @@ def oracle_retrieval_metrics(
     embeddings: torch.Tensor, labels: torch.Tensor, *, ref_embeddings: torch.Tensor | None = None,
     ref_labels: torch.Tensor | None = None, ids: torch.Tensor | None = None, ref_ids: torch.Tensor | None = None,
     junk: torch.Tensor | None = None, recall_at: tuple[int, ...] = (1, 2, 4, 8), alpha: float = 1.0,
+    normalize: bool = True,
 ) -> dict[str, float | int]:
-    """The dictionary of ``ranklit.functional.retrieval_metrics``, by brute force."""
+    """The dictionary of ``ranklit.functional.retrieval_metrics``, by brute force (embeddings divided by their norm
+    first unless ``normalize=False``, SPEC.md §0)."""
+
+    def unit(x: torch.Tensor) -> torch.Tensor:
+        x = x.double()
+        return x / torch.sqrt((x * x).sum(dim=1, keepdim=True)) if normalize else x
+
+    embeddings = unit(embeddings)
+    ref_embeddings = None if ref_embeddings is None else unit(ref_embeddings)
     q = embeddings.double().tolist()
     q_labels = labels.reshape(labels.shape[0], -1).tolist()
     if ref_embeddings is None:
