@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 
 import timm
-import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -83,7 +82,7 @@ class EmbeddingNet(nn.Module):
     def _batchnorms(self) -> list[nn.Module]:
         return [m for m in self.backbone.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
-    def train(self, mode: bool = True) -> "EmbeddingNet":
+    def train(self, mode: bool = True) -> EmbeddingNet:
         """Switch train/eval mode; frozen batch-norm layers stay in eval mode."""
         super().train(mode)
         if self.freeze_batchnorm:

@@ -101,7 +101,7 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         positive = torch.zeros(len(self.gnd), self.num_gallery, dtype=torch.bool)
         junk = torch.zeros_like(positive)
         for q, entry in enumerate(self.gnd):
-            for mask, keys in zip((positive, junk), PROTOCOLS[protocol]):
+            for mask, keys in zip((positive, junk), PROTOCOLS[protocol], strict=True):
                 for key in keys:
                     mask[q, entry[key]] = True
         return positive, junk
