@@ -119,7 +119,7 @@ class RetrievalDataModule(L.LightningDataModule):
         for dataset, transform in ((train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation),
                                    (gallery_dataset, evaluation)):  # fmt: skip
             if dataset is not None and getattr(dataset, "transform", None) is None:
-                dataset.transform = transform  # type: ignore[attr-defined]
+                dataset.transform = transform
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)

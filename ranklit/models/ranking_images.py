@@ -131,7 +131,7 @@ class RankingGridLogger(Callback):
             embeddings[picks], labels[picks], ref_embeddings=refs, ref_labels=ref_labels,
             top_k=min(self.top_k, available), **exclusion,
         )
-        datamodule = trainer.datamodule
+        datamodule = getattr(trainer, "datamodule", None)
         return ranking_grid(
             dataset_images(loaders[0].dataset, ids[picks]),
             retrieved,

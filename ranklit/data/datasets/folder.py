@@ -85,7 +85,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
             rows += part_rows
         self._set_samples(paths, rows, keep)
 
-    def _images(self, base: Path) -> tuple[list[Path], list[tuple[Hashable, ...]]]:
+    def _images(self, base: Path) -> tuple[list[Path], list[tuple[str, ...]]]:
         """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first)."""
         pattern = "/".join(["*"] * (self.levels + 1))
         files = sorted(f for f in base.glob(pattern) if f.suffix.lower() in IMAGE_EXTENSIONS)

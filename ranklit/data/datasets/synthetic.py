@@ -161,9 +161,9 @@ class SyntheticHierarchy(RetrievalDataset):
             image = torch.where(blob, _rgb(float(rand(1)))[:, None, None], image)
         angle = float(rand(1)) * 2 * math.pi
         scale = 0.35 + 0.2 * float(rand(1))
-        cx, cy = (float(rand(1)) - 0.5) * 0.6, (float(rand(1)) - 0.5) * 0.6
-        u = ((x - cx) * math.cos(angle) + (y - cy) * math.sin(angle)) / scale
-        v = (-(x - cx) * math.sin(angle) + (y - cy) * math.cos(angle)) / scale
+        ox, oy = (float(rand(1)) - 0.5) * 0.6, (float(rand(1)) - 0.5) * 0.6
+        u = ((x - ox) * math.cos(angle) + (y - oy) * math.sin(angle)) / scale
+        v = (-(x - ox) * math.sin(angle) + (y - oy) * math.cos(angle)) / scale
         mask = _shape_mask(cls["shape"], u, v)
         hue = cls["hue"] + 0.04 * (float(rand(1)) - 0.5)
         colour = _rgb(hue, value=0.7 + 0.3 * float(rand(1)))[:, None, None]
