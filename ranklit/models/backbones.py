@@ -46,6 +46,7 @@ class EmbeddingNet(nn.Module):
         normalize: L2-normalise the output (the losses and metrics assume it).
 
     Example:
+        >>> import torch
         >>> net = EmbeddingNet("test_resnet", embedding_dim=16)
         >>> out = net(torch.randn(2, 3, 32, 32))
         >>> out.shape, torch.allclose(out.norm(dim=1), torch.ones(2))
