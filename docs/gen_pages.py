@@ -65,6 +65,13 @@ def _header(path: Path) -> tuple[str, list[str]]:
     return " ".join(prose).strip(), commands
 
 
+def _plain(text: str) -> str:
+    """Markdown-escape a header's prose outside `code` spans: `[a][b]` is no reference link, `<image>` no HTML tag."""
+    parts = re.split(r"(`[^`]*`)", text)
+    escape = {"[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "*": "\\*", "_": "\\_"}
+    return "".join(p if p.startswith("`") else "".join(escape.get(c, c) for c in p) for p in parts)
+
+
 def config_reference() -> None:
     """``configs.md``: every YAML of configs/ with its header comment (the paper, the table, the settings)."""
     lines = [
@@ -78,7 +85,7 @@ def config_reference() -> None:
     ]
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         prose, commands = _header(path)
-        lines += [f"## `{path.name}`", "", prose or "(no header comment)", ""]
+        lines += [f"## `{path.name}`", "", _plain(prose) if prose else "(no header comment)", ""]
         if commands:
             lines += ["```bash", *commands, "```", ""]
     with mkdocs_gen_files.open("configs.md", "w") as out:

@@ -140,7 +140,8 @@ def test_ranking_grid_side_by_side_loads_only_the_shown_items() -> None:
         return torch.zeros(len(positions), 3, 4, 4)
 
     e = torch.nn.functional.normalize(torch.randn(20, 3), dim=1)
-    a = retrieve(e[:2], torch.zeros(2, dtype=torch.long), ref_embeddings=e, ref_labels=torch.zeros(20, dtype=torch.long), top_k=2)
+    zeros = torch.zeros(20, dtype=torch.long)
+    a = retrieve(e[:2], zeros[:2], ref_embeddings=e, ref_labels=zeros, top_k=2)
     fig = ranking_grid(torch.zeros(2, 3, 4, 4), [a, a], load, titles=["A", "B"], show_scores=False)
     assert requested == [a.indices.flatten().tolist()] * 2
     assert [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")] == ["A", "B"]

@@ -27,4 +27,8 @@ def tiny_datamodule(
 def synthetic_args(**options: Any) -> list[str]:
     """CLI overrides giving both synthetic datasets of a quick-start config the ``options`` (default: ``SMALL``)."""
     options = {**SMALL, **options}
-    return [f"--data.{d}.init_args.{key}={value}" for d in ("train_dataset", "val_dataset") for key, value in options.items()]
+    return [
+        f"--data.{d}.init_args.{key}={value}"
+        for d in ("train_dataset", "val_dataset")
+        for key, value in options.items()
+    ]

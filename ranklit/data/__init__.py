@@ -5,12 +5,12 @@
 
 from typing import Any
 
+from ranklit.data.category_sampler import CategorySampler
 from ranklit.data.datasets import *  # noqa: F403  (the dataset classes)
 from ranklit.data.datasets import __all__ as _dataset_names
 from ranklit.data.samplers import HierarchicalSampler, PKSampler
-from ranklit.data.category_sampler import CategorySampler
 
-__all__ = ["CategorySampler", "HierarchicalSampler", "PKSampler", "RetrievalDataModule", *_dataset_names]
+__all__ = ["CategorySampler", "HierarchicalSampler", "PKSampler", "RetrievalDataModule", *_dataset_names]  # noqa: F405 (lazy: see __getattr__)
 
 
 def __getattr__(name: str) -> Any:

@@ -43,7 +43,7 @@ def process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
     return rank, world_size
 
 
-def label_matrix(labels: Tensor | Sequence[int], min_columns: int) -> Tensor:
+def label_matrix(labels: Tensor | Sequence[int] | Sequence[Sequence[int]], min_columns: int) -> Tensor:
     """Labels as a long ``[N, L]`` matrix (column 0 finest), with a clear error for anything else."""
     labels = torch.as_tensor(labels)
     if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
@@ -169,6 +169,8 @@ class EpochBatchSampler(Sampler[list[int]]):
     ``set_epoch`` with another epoch starts that epoch from its first batch; with the epoch already selected (what
     Lightning does after a resumption) it keeps the position.
     """
+
+    num_batches: int  # batches per rank and epoch, set by the subclass
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EpochBatchSampler:
         # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when

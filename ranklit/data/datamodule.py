@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import lightning as L
 import torch.distributed as dist
@@ -61,7 +60,8 @@ class RetrievalDataModule(L.LightningDataModule):
     With a ``gallery_dataset``, evaluation is query/gallery: the validation/test dataset holds the queries
     (dataloader 0) and the gallery the retrieval set (dataloader 1); ``predict`` embeds the test set and the gallery.
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
-    resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform keeps it.
+    resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
+    keeps it.
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
     points a config at the data (``--data.root DIR``); from Python, give each dataset its root.
 
@@ -119,7 +119,7 @@ class RetrievalDataModule(L.LightningDataModule):
         for dataset, transform in ((train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation),
                                    (gallery_dataset, evaluation)):  # fmt: skip
             if dataset is not None and getattr(dataset, "transform", None) is None:
-                dataset.transform = transform  # type: ignore[attr-defined]
+                dataset.transform = transform
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 import timm
-import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -14,7 +14,7 @@ from ranklit.models.pooling import GlobalPool, PoolingName
 __all__ = ["EmbeddingNet", "create_backbone"]
 
 
-def create_backbone(name: str, pretrained: bool = False, **kwargs: object) -> nn.Module:
+def create_backbone(name: str, pretrained: bool = False, **kwargs: Any) -> nn.Module:
     """Create a timm model without classifier and without global pooling (the embedding net pools itself).
 
     Unknown names raise a ``ValueError`` listing the closest timm model names.
@@ -46,6 +46,7 @@ class EmbeddingNet(nn.Module):
         normalize: L2-normalise the output (the losses and metrics assume it).
 
     Example:
+        >>> import torch
         >>> net = EmbeddingNet("test_resnet", embedding_dim=16)
         >>> out = net(torch.randn(2, 3, 32, 32))
         >>> out.shape, torch.allclose(out.norm(dim=1), torch.ones(2))
@@ -66,8 +67,9 @@ class EmbeddingNet(nn.Module):
         super().__init__()
         if embedding_dim < 0:
             raise ValueError(f"`embedding_dim` must be >= 0 (0 = no head), got {embedding_dim}.")
-        self.backbone = create_backbone(backbone, pretrained=pretrained)
-        num_features = int(self.backbone.num_features)
+        # a timm model: `num_features`, `num_prefix_tokens` and `forward_features` are timm's, not nn.Module's
+        self.backbone: Any = create_backbone(backbone, pretrained=pretrained)
+        num_features = int(getattr(self.backbone, "num_features"))  # noqa: B009 (nn.Module's typed __getattr__)
         prefix = int(getattr(self.backbone, "num_prefix_tokens", 1))
         self.pool = GlobalPool(pooling, num_prefix_tokens=prefix)
         self.norm = nn.LayerNorm(num_features, elementwise_affine=False) if layer_norm else nn.Identity()
@@ -83,7 +85,7 @@ class EmbeddingNet(nn.Module):
     def _batchnorms(self) -> list[nn.Module]:
         return [m for m in self.backbone.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
-    def train(self, mode: bool = True) -> "EmbeddingNet":
+    def train(self, mode: bool = True) -> EmbeddingNet:
         """Switch train/eval mode; frozen batch-norm layers stay in eval mode."""
         super().train(mode)
         if self.freeze_batchnorm:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import lightning as L
 import torch
@@ -130,13 +130,13 @@ class RetrievalModule(L.LightningModule):
         self.head_lr, self.loss_lr, self.gather = head_lr, loss_lr, gather
         self.automatic_optimization = multistage is None
         metric = RetrievalMetrics() if metric is None else metric
-        self.val_metrics = metric.clone()
-        self.test_metrics = metric.clone()
+        self.val_metrics = cast(RetrievalMetrics, metric.clone())  # a deep copy: the same class
+        self.test_metrics = cast(RetrievalMetrics, metric.clone())
         self.train_gap = DecomposabilityGap() if decomposability_gap else None
 
     @override
     def setup(self, stage: str) -> None:
-        sized = [m for m in self.loss.modules() if hasattr(m, "setup_classes")]
+        sized: list[Any] = [m for m in self.loss.modules() if hasattr(m, "setup_classes")]  # proxy losses
         datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
         if stage != "fit" or not sized or datamodule is None or not hasattr(datamodule, "num_classes"):
             return
@@ -250,7 +250,7 @@ class RetrievalModule(L.LightningModule):
         head = list(self.net.head_parameters()) if hasattr(self.net, "head_parameters") else []
         head_ids = {id(p) for p in head}
         backbone = [p for p in self.net.parameters() if id(p) not in head_ids]
-        groups = [
+        groups: list[dict[str, Any]] = [
             {"name": "backbone", "params": backbone},
             {"name": "head", "params": head, "lr": self.head_lr},
             {"name": "loss", "params": list(self.loss.parameters()), "lr": self.loss_lr},

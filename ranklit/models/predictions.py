@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import lightning as L
 import torch
@@ -36,7 +37,8 @@ class EmbeddingWriter(BasePredictionWriter):
         if predictions and isinstance(predictions[0], dict):
             content: dict[str, Any] = _concatenate(predictions)
         else:
-            content = dict(zip(("query", "gallery"), (_concatenate(p) for p in predictions)))
+            # strict=False: a predict run with only a query set has one dataloader
+            content = dict(zip(("query", "gallery"), (_concatenate(p) for p in predictions), strict=False))
         path = self.path
         if trainer.world_size > 1:
             path = path.with_name(f"{path.stem}.rank{trainer.global_rank}{path.suffix}")

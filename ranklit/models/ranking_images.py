@@ -51,7 +51,9 @@ class RankingGridLogger(Callback):
         True
     """
 
-    def __init__(self, num_queries: int = 8, top_k: int = 5, every_n_epochs: int = 1, key: str = "val/rankings") -> None:
+    def __init__(
+        self, num_queries: int = 8, top_k: int = 5, every_n_epochs: int = 1, key: str = "val/rankings"
+    ) -> None:
         self.num_queries = _positive_int(num_queries, "num_queries")
         self.top_k = _positive_int(top_k, "top_k")
         self.every_n_epochs = _positive_int(every_n_epochs, "every_n_epochs")
@@ -106,7 +108,7 @@ class RankingGridLogger(Callback):
 
     def _collected(self, dataloader_idx: int) -> tuple[Tensor, Tensor, Tensor]:
         """The items seen on one dataloader, in increasing id order, each id once (samplers may pad with repeats)."""
-        embeddings, labels, ids = (torch.cat(parts) for parts in zip(*self._store[dataloader_idx]))
+        embeddings, labels, ids = (torch.cat(parts) for parts in zip(*self._store[dataloader_idx], strict=True))
         sorted_ids, order = ids.sort(stable=True)
         keep = order[torch.cat([sorted_ids.new_ones(1, dtype=torch.bool), sorted_ids[1:] != sorted_ids[:-1]])]
         return embeddings[keep], labels[keep], ids[keep]
@@ -129,7 +131,7 @@ class RankingGridLogger(Callback):
             embeddings[picks], labels[picks], ref_embeddings=refs, ref_labels=ref_labels,
             top_k=min(self.top_k, available), **exclusion,
         )
-        datamodule = trainer.datamodule
+        datamodule = getattr(trainer, "datamodule", None)
         return ranking_grid(
             dataset_images(loaders[0].dataset, ids[picks]),
             retrieved,

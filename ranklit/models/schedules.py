@@ -93,6 +93,8 @@ class WarmupCosineLR(LambdaLR):
                 "from the end of the warm-up to `max_epochs`; set it to the training length (`trainer.max_epochs`)."
             )
         if isinstance(min_factor, bool) or not isinstance(min_factor, (int, float)) or not 0.0 <= min_factor <= 1.0:
-            raise ValueError(f"`min_factor` must be a number in [0, 1] (final rate / initial rate), got {min_factor!r}.")
+            raise ValueError(
+                f"`min_factor` must be a number in [0, 1] (final rate / initial rate), got {min_factor!r}."
+            )
         self.warmup_epochs, self.max_epochs, self.min_factor = warmup_epochs, max_epochs, float(min_factor)
         super().__init__(optimizer, _WarmupCosineFactor(warmup_epochs, max_epochs, float(min_factor)), last_epoch)

@@ -51,13 +51,13 @@ class _AllGather(torch.autograd.Function):
     """All-gather whose backward sums every rank's gradient and returns the owner's slice (a reduce-scatter)."""
 
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, tensor: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx: torch.autograd.function.FunctionCtx, tensor: Tensor) -> Tensor:
         parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
         dist.all_gather(parts, tensor.contiguous())
         return torch.stack(parts)
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> Tensor:  # type: ignore[override]
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> Tensor:
         grad = grad.clone(memory_format=torch.contiguous_format)  # never reduce autograd's buffer in place
         dist.all_reduce(grad)  # every backend has it; NCCL runs it as reduce-scatter + all-gather
         return grad[dist.get_rank()]
@@ -91,7 +91,7 @@ def gather_with_grad(tensor: Tensor, sizes: list[int] | None = None) -> Tensor:
     else:
         parts = [torch.empty_like(padded) for _ in sizes]
         dist.all_gather(parts, padded)
-    return torch.cat([part[:size] for part, size in zip(parts, sizes)])
+    return torch.cat([part[:size] for part, size in zip(parts, sizes, strict=True)])
 
 
 def gather_retrieval_set(embeddings: Tensor, labels: Tensor, ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -144,10 +144,11 @@ def average_gradients(parameters: Iterable[nn.Parameter]) -> None:
     for p in params:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    for dtype in sorted({p.grad.dtype for p in params}, key=str):  # same order on every rank
-        grads = [p.grad for p in params if p.grad.dtype == dtype]
+    all_grads = [p.grad for p in params if p.grad is not None]  # every one, after the line above
+    for dtype in sorted({g.dtype for g in all_grads}, key=str):  # same order on every rank
+        grads = [g for g in all_grads if g.dtype == dtype]
         flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat)
         flat /= world_size
-        for grad, chunk in zip(grads, flat.split([g.numel() for g in grads])):
+        for grad, chunk in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
             grad.copy_(chunk.view_as(grad))

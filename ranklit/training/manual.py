@@ -19,11 +19,12 @@ automatic one:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, cast
 
 import lightning as L
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
+from torch.optim import Optimizer
 
 from ranklit.training.distributed import average_gradients, is_distributed
 
@@ -73,7 +74,8 @@ def manual_optimization_step(
     loss = backward()
     average_gradients(module.parameters())
     if clip_val is not None:
-        module.clip_gradients(optimizer, gradient_clip_val=clip_val, gradient_clip_algorithm="norm")
+        # Lightning documents `clip_gradients(self.optimizers(), ...)`; its annotation only names `Optimizer`
+        module.clip_gradients(cast(Optimizer, optimizer), gradient_clip_val=clip_val, gradient_clip_algorithm="norm")
     optimizer.step()
     step_lr_schedulers(module, "step", batch_idx)
     return loss

@@ -61,7 +61,7 @@ def _batchnorm_statistics_kept(net: nn.Module) -> Iterator[None]:
     try:
         yield
     finally:
-        for module, buffers in zip(layers, saved):
+        for module, buffers in zip(layers, saved, strict=True):
             for name, value in buffers.items():
                 getattr(module, name).copy_(value)
 
@@ -119,7 +119,7 @@ def multistage_backward(
     if embeddings.grad is None:
         raise ValueError("The loss does not depend on the embeddings: multistage backprop has nothing to propagate.")
     with _batchnorm_statistics_kept(net):
-        for chunk, state, grad in zip(chunks, states, embeddings.grad.split(chunk_size)):
+        for chunk, state, grad in zip(chunks, states, embeddings.grad.split(chunk_size), strict=True):
             state.restore()
             torch.autograd.backward(net(chunk), grad)
     after_stage_one.restore()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -69,7 +70,8 @@ def class_means(embeddings: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
         ``(means [C, D], class_labels [C, L])`` with the classes in increasing order of their fine label.
 
     Example:
-        >>> means, rows = class_means(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]), torch.tensor([[0, 5], [1, 5], [1, 5]]))
+        >>> embeddings = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> means, rows = class_means(embeddings, torch.tensor([[0, 5], [1, 5], [1, 5]]))
         >>> means.tolist(), rows.tolist()
         ([[1.0, 0.0], [0.0, 1.0]], [[0, 5], [1, 5]])
     """
@@ -83,7 +85,8 @@ def class_means(embeddings: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     sums = torch.zeros(len(classes), embeddings.shape[1], dtype=torch.float64).index_add_(
         0, inverse, embeddings.detach().double().cpu()
     )
-    first = torch.full((len(classes),), labels.shape[0]).scatter_reduce_(0, inverse, torch.arange(labels.shape[0]), "amin")
+    first = torch.full((len(classes),), labels.shape[0])
+    first = first.scatter_reduce_(0, inverse, torch.arange(labels.shape[0]), "amin")
     return torch.nn.functional.normalize(sums, dim=1).to(embeddings.dtype), labels[first]
 
 
@@ -117,13 +120,14 @@ def embedding_map(
     cmap = colormaps["tab10" if g.max(initial=0) < 10 else "tab20"]
     for group in np.unique(g):
         label = names[group] if names is not None else f"group {group}"
-        ax.scatter(*xy[g == group].T, s=40, color=cmap(group % cmap.N), label=label, edgecolors="white", linewidths=0.5)
+        x, y = xy[g == group].T
+        ax.scatter(x, y, s=40, color=cmap(group % cmap.N), label=label, edgecolors="white", linewidths=0.5)
     ax.set_xticks([])
     ax.set_yticks([])
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), markerscale=0.8, frameon=False)
     if title:
         ax.set_title(title)
-    return ax.figure
+    return cast(Figure, ax.figure)  # a SubFigure when `ax` lives in one
 
 
 def gap_figure(batch_sizes: Sequence[int], gaps: Mapping[str, Sequence[float]], *, metric: str = "AP") -> Figure:
@@ -166,10 +170,10 @@ def metric_curves(metrics_csv: str | Path, keys: Sequence[str], *, x: str = "epo
         raise ValueError(f"{metrics_csv} has no column {missing}; available columns: {columns}.")
     fig = Figure(figsize=(4.2 * len(keys), 3.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(keys)))
-    for ax, key in zip(axes, keys):
+    for ax, key in zip(axes, keys, strict=True):
         points = [(float(r[x]), float(r[key])) for r in rows if r[key] != "" and r[x] != ""]
         if points:
-            ax.plot(*zip(*points), marker="o")
+            ax.plot(*zip(*points, strict=True), marker="o")
         ax.set_xlabel(x)
         ax.set_title(key)
     return fig

@@ -74,7 +74,9 @@ def retrieve(
         >>> r.indices.tolist(), r.levels.tolist()
         ([[1, 2], [0, 2], [1, 0]], [[1, 0], [1, 0], [0, 0]])
     """
-    x = prepare_inputs(embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids)
+    x = prepare_inputs(
+        embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids
+    )
     scores = x.queries.detach() @ x.refs.detach().T
     excluded = excluded_pairs(x.query_ids, x.ref_ids, scores.shape[1])
     available = scores.shape[1] - (int(excluded.sum(1).max()) if excluded is not None else 0)
@@ -162,7 +164,7 @@ def ranking_grid(
         )
     if titles is not None and len(titles) != len(rankings):
         raise ValueError(f"`titles` needs one title per ranking ({len(rankings)}), got {len(titles)}.")
-    load = ref_images if callable(ref_images) else (lambda i: ref_images[i])  # type: ignore[index]
+    load = ref_images if callable(ref_images) else (lambda i: ref_images[i])
     queries = to_display(query_images, mean, std)
     widths = [1.0]
     for r in rankings:

@@ -59,7 +59,7 @@ INAT_CATEGORIES = [
 def inaturalist(root: Path, train: tuple[int, ...] = (0, 2, 3, 5), test: tuple[int, ...] = (1, 4)) -> None:
     """train2018.json (categories with taxonomy, plus images/annotations keys) and the Smooth-AP split files."""
     keys = ("id", "supercategory", "kingdom", "phylum", "class", "order", "family", "genus")
-    categories = [{**dict(zip(keys, row)), "name": f"Species {row[0]}"} for row in INAT_CATEGORIES]
+    categories = [{**dict(zip(keys, row, strict=True)), "name": f"Species {row[0]}"} for row in INAT_CATEGORIES]
     (root / "train2018.json").parent.mkdir(parents=True, exist_ok=True)
     (root / "train2018.json").write_text(json.dumps({"images": [], "annotations": [], "categories": categories}))
     (root / "Inat_dataset_splits").mkdir()

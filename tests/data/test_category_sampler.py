@@ -9,7 +9,8 @@ from ranklit.data import CategorySampler
 
 
 def _labels(category_sizes: list[int], num_without: int, images: int = 3) -> torch.Tensor:
-    """[N, 2] labels: categories of `category_sizes` fine classes, then `num_without` classes alone in their category."""
+    """[N, 2] labels: categories of `category_sizes` fine classes, then `num_without` classes alone in their
+    category."""
     supers = [s for s, size in enumerate(category_sizes) for _ in range(size)]
     supers += list(range(100, 100 + num_without))  # one fine class each: no category
     fine = torch.arange(len(supers)).repeat_interleave(images)

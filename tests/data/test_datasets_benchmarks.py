@@ -43,7 +43,7 @@ def test_cub_errors(tmp_path: Path) -> None:
         CUB200(tmp_path)
     layouts.cub(tmp_path, {1: 1})
     (tmp_path / "images" / "Bad_folder").mkdir()
-    with pytest.raises(ValueError, match="Bad_folder is not named <NNN.Species_name>"):
+    with pytest.raises(ValueError, match=r"Bad_folder is not named <NNN\.Species_name>"):
         CUB200(tmp_path)
     with pytest.raises(ValueError, match=r"`split` must be one of \('train', 'test'\), got 'val'"):
         CUB200(tmp_path, "val")

@@ -40,7 +40,9 @@ def _run(sampler, epochs: range) -> list[list[int]]:
 @pytest.mark.parametrize("kind", FACTORIES)
 @pytest.mark.parametrize("rank", [0, 1])
 def test_round_trip_at_every_step_with_two_ranks(kind: str, rank: int) -> None:
-    make = lambda: FACTORIES[kind](rank=rank, world_size=2)
+    def make():
+        return FACTORIES[kind](rank=rank, world_size=2)
+
     expected = _run(make(), range(EPOCHS))
     per_epoch = len(make())
     for step in range(len(expected) + 1):

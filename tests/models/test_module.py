@@ -1,4 +1,5 @@
-"""``RetrievalModule``: NaN guard, parameter groups, multistage = plain backprop, memory, schedulers, bf16, gap logging."""
+"""``RetrievalModule``: NaN guard, parameter groups, multistage = plain backprop, memory, schedulers, bf16,
+gap logging."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from ranklit.data import RetrievalDataModule
-from tests.tiny import tiny_datamodule
 from ranklit.losses import HAPPIERLoss, ROADMAPLoss, SmoothAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import CrossBatchMemory, MultistageBackprop
+from tests.tiny import tiny_datamodule
+
 
 def _datamodule(batch_size: int = 16) -> RetrievalDataModule:
     return tiny_datamodule({"images_per_class": 8}, p=batch_size // 4, eval_batch_size=64)
@@ -104,9 +106,9 @@ def test_multistage_step_equals_the_plain_step() -> None:
     plain = _fit(RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd), _one_batch_loader(images, labels))
     multi = RetrievalModule(copy.deepcopy(net), ROADMAPLoss(), optimizer=sgd, multistage=MultistageBackprop(8))
     _fit(multi, _one_batch_loader(images, labels))
-    moved = [(a - b).abs().max() for a, b in zip(plain.net.parameters(), net.parameters())]
+    moved = [(a - b).abs().max() for a, b in zip(plain.net.parameters(), net.parameters(), strict=True)]
     assert max(moved) > 1e-4  # the step did something
-    for a, b in zip(plain.net.parameters(), multi.net.parameters()):
+    for a, b in zip(plain.net.parameters(), multi.net.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
@@ -124,7 +126,8 @@ def test_multistage_steps_schedulers_like_automatic_mode_and_clips(interval: str
         _fit(module, _one_batch_loader(images, labels, steps=2), max_epochs=3)
         lrs.append(module.trainer.optimizers[0].param_groups[0]["lr"])
         if clip is not None:  # 6 steps of lr <= 1 with gradient norm <= 1e-6
-            change = torch.cat([(p.detach() - b).flatten() for p, b in zip(module.net.parameters(), before)])
+            pairs = zip(module.net.parameters(), before, strict=True)
+            change = torch.cat([(p.detach() - b).flatten() for p, b in pairs])
             assert 0 < change.norm() <= 6e-6
     assert lrs == [final_lr, final_lr]
 

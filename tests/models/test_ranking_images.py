@@ -12,11 +12,9 @@ from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
 from ranklit.data import RetrievalDataModule, SyntheticHierarchy
 from ranklit.losses import ROADMAPLoss
-from ranklit.models import EmbeddingNet, RetrievalModule
-from ranklit.models import ranking_images
+from ranklit.models import EmbeddingNet, RetrievalModule, ranking_images
 from ranklit.models.ranking_images import RankingGridLogger
 from tests.tiny import SMALL, tiny_datamodule
-
 
 
 def _datamodule(**kwargs: object) -> RetrievalDataModule:

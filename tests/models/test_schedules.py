@@ -33,8 +33,11 @@ def test_matches_linear_warmup_then_torch_cosine(warmup: int, total: int, min_fa
     else:
         warm = [list(rates)] * warmup
     optimizers = [_optimizer(lr) for lr in rates]
-    cosines = [CosineAnnealingLR(o, T_max=total - warmup, eta_min=min_factor * lr) for o, lr in zip(optimizers, rates)]
-    decay = list(zip(*(_rates(c, total - warmup + 1) for c in cosines)))
+    cosines = [
+        CosineAnnealingLR(o, T_max=total - warmup, eta_min=min_factor * lr)
+        for o, lr in zip(optimizers, rates, strict=True)
+    ]
+    decay = list(zip(*(_rates(c, total - warmup + 1) for c in cosines), strict=True))
     expected = [*warm, *([r[0] for r in row] for row in decay)]
     expected += [[min_factor * lr for lr in rates]] * (total + 3 - len(expected))
     assert torch.allclose(torch.tensor(ours, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),

@@ -56,7 +56,7 @@ def lower_step(x: Tensor, p: Steps) -> Tensor:
 def level(query_row: list[int], item_row: list[int]) -> int:
     """Number of label columns, counted from the coarsest (last), on which the two rows agree."""
     count = 0
-    for a, b in zip(reversed(query_row), reversed(item_row)):
+    for a, b in zip(reversed(query_row), reversed(item_row), strict=True):
         if a != b:
             break
         count += 1

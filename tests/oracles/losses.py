@@ -159,7 +159,7 @@ def binned_ap_one_query(values, pos, neg, centres, width, tie_aware=False):
 
 
 def fastap(*args, num_bins=10):
-    centres = [4.0 * l / num_bins for l in range(num_bins + 1)]
+    centres = [4.0 * j / num_bins for j in range(num_bins + 1)]
     queries = _binary_queries(args)
     aps = [binned_ap_one_query(2 - 2 * s, pos, neg, centres, 4.0 / num_bins) for _, s, pos, neg in queries]
     return 1.0 - sum(aps) / len(aps)

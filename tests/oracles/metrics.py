@@ -13,7 +13,7 @@ import torch
 def oracle_levels(query_label: list[int], item_label: list[int]) -> int:
     """Number of label columns, counted from the coarsest, on which the two agree."""
     level = 0
-    for a, b in zip(reversed(query_label), reversed(item_label)):
+    for a, b in zip(reversed(query_label), reversed(item_label), strict=True):
         if a != b:
             break
         level += 1
@@ -110,7 +110,7 @@ def oracle_retrieval_metrics(
             j for j in range(len(refs))
             if not (q_ids is not None and q_ids[a] == r_ids[j]) and not (junk is not None and bool(junk[a, j]))
         ]
-        scores = [sum(x * y for x, y in zip(q[a], refs[j])) for j in keep]
+        scores = [sum(x * y for x, y in zip(q[a], refs[j], strict=True)) for j in keep]
         levels = [oracle_levels(q_labels[a], r_labels[j]) for j in keep]
         same = [[q_labels[a][h] == r_labels[j][h] for j in keep] for h in range(num_levels)]
         per_query.append(oracle_query(scores, levels, same, num_levels, recall_at, alpha))
@@ -146,7 +146,7 @@ def oracle_revisited_map(queries: torch.Tensor, gallery: torch.Tensor, gnd: list
             if not positives:
                 continue
             kept = [j for j in range(len(g)) if j not in removed]
-            kept.sort(key=lambda j: -sum(x * y for x, y in zip(q[a], g[j])))
+            kept.sort(key=lambda j: -sum(x * y for x, y in zip(q[a], g[j], strict=True)))
             hits, ap = 0, 0.0
             for position, j in enumerate(kept, start=1):
                 if j in positives:

@@ -1,4 +1,5 @@
-"""``ranklit fit`` with 2-process CPU DDP: trains with the gathered loss and validates every test sample exactly once."""
+"""``ranklit fit`` with 2-process CPU DDP: trains with the gathered loss and validates every test sample exactly
+once."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_quickstart_runs_under_two_process_ddp(tmp_path: Path, extra: list[str])
         "--model.net.init_args.backbone=test_resnet",
         *synthetic_args(**OPTIONS),
         "--data.image_size=32", "--data.resize_size=32", "--data.crop_size=32",
-        "--data.batch_sampler.init_args.batches_per_epoch=6", "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1",
+        "--data.batch_sampler.init_args.batches_per_epoch=6", "--trainer.max_epochs=1",
+        "--trainer.check_val_every_n_epoch=1",
         "--trainer.log_every_n_steps=1", "--trainer.enable_checkpointing=false",
         "--trainer.callbacks=null", "--baseline_validation=false",
         f"--trainer.logger.init_args.save_dir={tmp_path}",

@@ -37,7 +37,7 @@ def test_two_processes_equal_one_process_with_the_global_batch(ranks: list[dict]
     assert sum(losses) / 2 == pytest.approx(expected_loss, abs=1e-10)
     assert losses[0] != pytest.approx(losses[1], abs=1e-6)  # the ranks really held different queries
     for rank in ranks:
-        for grad, expected in zip(rank[loss][scenario][1], expected_grads):
+        for grad, expected in zip(rank[loss][scenario][1], expected_grads, strict=True):
             torch.testing.assert_close(grad, expected, rtol=1e-9, atol=1e-10)
 
 

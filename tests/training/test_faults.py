@@ -64,7 +64,7 @@ def test_non_finite_batchnorm_buffer_is_named(tmp_path: Path) -> None:
     model.layers[1].running_var.fill_(float("inf"))
     with pytest.raises(
         FloatingPointError,
-        match="parameter or buffer `layers.1.running_var` at global step 1",
+        match=r"parameter or buffer `layers\.1\.running_var` at global step 1",
     ):
         _fit(tmp_path, model, _Images())
 
@@ -72,7 +72,7 @@ def test_non_finite_batchnorm_buffer_is_named(tmp_path: Path) -> None:
 def test_no_checkpoint_with_non_finite_weights_is_written(tmp_path: Path) -> None:
     trainer = _fit(tmp_path, _Model(), _Images(), max_steps=1)
     trainer.lightning_module.layers[0].weight.data[0, 0] = float("nan")
-    with pytest.raises(FloatingPointError, match="`layers.0.weight`"):
+    with pytest.raises(FloatingPointError, match=r"`layers\.0\.weight`"):
         trainer.save_checkpoint(tmp_path / "manual.ckpt")
     assert not (tmp_path / "manual.ckpt").exists()
 
@@ -82,7 +82,7 @@ def test_corrupt_image_saves_a_resumable_checkpoint_then_names_the_file(
 ) -> None:
     bad = tmp_path / "broken.jpg"
     bad.write_bytes(b"not a jpeg")
-    with pytest.raises(ValueError, match="Could not decode image .*broken.jpg"):
+    with pytest.raises(ValueError, match=r"Could not decode image .*broken\.jpg"):
         _fit(tmp_path, _Model(), _Images(bad))
     checkpoint = torch.load(tmp_path / "interrupted.ckpt", weights_only=True)
     assert checkpoint["global_step"] == 3  # batches 0-2 trained; the one holding item 6 failed

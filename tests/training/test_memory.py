@@ -102,7 +102,7 @@ def test_invalid_arguments_are_rejected() -> None:
             CrossBatchMemory(**kwargs)
     memory = CrossBatchMemory(size=4)
     with pytest.raises(ValueError, match="empty"):
-        memory.embeddings
+        _ = memory.embeddings
     memory.enqueue(*_batch([0, 1], seed=0))
     with pytest.raises(ValueError, match="dimension 4"):
         memory.enqueue(torch.randn(2, 3), torch.tensor([0, 1]), torch.tensor([2, 3]))

@@ -64,7 +64,7 @@ def test_chunks_of_8_give_the_full_batch_gradient() -> None:
     value, embeddings = multistage_backward(net, _images(), _objective(loss), chunk_size=8)
     torch.testing.assert_close(value, expected.detach(), rtol=0, atol=1e-12)
     torch.testing.assert_close(embeddings, reference_net(_images()).detach(), rtol=0, atol=1e-12)
-    for grad, want in zip(_grads(net, loss), _grads(reference_net, reference_loss)):
+    for grad, want in zip(_grads(net, loss), _grads(reference_net, reference_loss), strict=True):
         torch.testing.assert_close(grad, want, rtol=1e-9, atol=1e-12)
 
 
@@ -81,13 +81,13 @@ def test_dropout_and_drop_path_masks_are_replayed(seed: int) -> None:
     value, _ = multistage_backward(net, _images(), _objective(ROADMAPLoss()), chunk_size=8)
     torch.testing.assert_close(torch.rand(3), after_reference)  # the random stream continues as after one pass
     torch.testing.assert_close(value, expected.detach(), rtol=0, atol=1e-12)
-    for grad, want in zip(_grads(net), _grads(reference)):
+    for grad, want in zip(_grads(net), _grads(reference), strict=True):
         torch.testing.assert_close(grad, want, rtol=1e-9, atol=1e-12)
     other = copy.deepcopy(reference)
     other.zero_grad()
     torch.manual_seed(seed + 10)  # other masks, another gradient: the replay is what makes the test pass
     _objective(ROADMAPLoss())(torch.cat([other(c) for c in _images().split(8)])).backward()
-    assert max((a - b).abs().max() for a, b in zip(_grads(other), _grads(reference))) > 1e-6
+    assert max((a - b).abs().max() for a, b in zip(_grads(other), _grads(reference), strict=True)) > 1e-6
 
 
 def test_batchnorm_running_statistics_are_updated_once_per_chunk() -> None:

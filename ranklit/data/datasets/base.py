@@ -71,7 +71,7 @@ def contiguous_labels(rows: Sequence[Sequence[Hashable]]) -> tuple[Tensor, list[
     """
     if not rows:
         return torch.zeros(0, 1, dtype=torch.long), [[]]
-    columns = list(zip(*rows))
+    columns = list(zip(*rows, strict=True))
     names = [sorted(set(column)) for column in columns]
     ids = [{value: i for i, value in enumerate(column_names)} for column_names in names]
     labels = torch.tensor([[ids[c][value] for c, value in enumerate(row)] for row in rows], dtype=torch.long)

@@ -84,4 +84,4 @@ class CSVDataset(ImageRetrievalDataset):
         columns = [_typed([row[1 + c] for row in rows]) for c in range(num_labels)]
         keep = None if split is None else [i for i, row in enumerate(rows) if row[-1].strip() == split]
         paths = [self.root / row[0].strip() for row in rows]
-        self._set_samples(paths, list(zip(*columns)), keep)
+        self._set_samples(paths, list(zip(*columns, strict=True)), keep)

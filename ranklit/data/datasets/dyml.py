@@ -90,7 +90,8 @@ class DyML(ImageRetrievalDataset):
         table = []
         rows = ([first_row] if first_row else []) + [line.split(",") for line in lines[1:] if line.strip()]
         for number, fields in enumerate(rows, start=1 if first_row else 2):
-            values = dict(zip(names, (f.strip() for f in fields)))
+            # strict=False: a row with the wrong number of fields gets the error message just below
+            values = dict(zip(names, (f.strip() for f in fields), strict=False))
             if len(fields) != len(names) or not all(values[c].lstrip("-").isdigit() for c in wanted):
                 raise self._malformed(path, number, ",".join(fields), f"{len(names)} fields: {', '.join(names)}")
             labels = {c: int(values[c]) for c in wanted}

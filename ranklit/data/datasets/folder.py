@@ -85,7 +85,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
             rows += part_rows
         self._set_samples(paths, rows, keep)
 
-    def _images(self, base: Path) -> tuple[list[Path], list[tuple[Hashable, ...]]]:
+    def _images(self, base: Path) -> tuple[list[Path], list[tuple[str, ...]]]:
         """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first)."""
         pattern = "/".join(["*"] * (self.levels + 1))
         files = sorted(f for f in base.glob(pattern) if f.suffix.lower() in IMAGE_EXTENSIONS)
@@ -94,7 +94,9 @@ class ClassFolderDataset(ImageRetrievalDataset):
 
     def _split_classes(self, split: str | None, train_fraction: float, seed: int) -> None:
         if split not in ("train", "test"):
-            raise ValueError(f"ClassFolderDataset: with `train_fraction`, `split` must be 'train' or 'test', got {split!r}.")
+            raise ValueError(
+                f"ClassFolderDataset: with `train_fraction`, `split` must be 'train' or 'test', got {split!r}."
+            )
         if not 0.0 < train_fraction < 1.0:
             raise ValueError(f"ClassFolderDataset: `train_fraction` must lie in (0, 1), got {train_fraction!r}.")
         files, rows = self._images(self.root)

@@ -54,7 +54,8 @@ class InShop(ImageRetrievalDataset):
             found = lines[1] if len(lines) > 1 else ""
             raise self._malformed(listing, 2, found, "the header `" + " ".join(_HEADER) + "`")
         pool = ("train",) if split == "train" else ("query", "gallery")
-        paths, rows, keep = [], [], []
+        paths: list[Path] = []
+        rows, keep = [], []
         for number, line in enumerate(lines[2:], start=3):
             fields = line.split()
             if not fields:

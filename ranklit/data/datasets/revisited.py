@@ -88,7 +88,10 @@ class RevisitedLandmarks(ImageRetrievalDataset):
 
     def _load(self, index: int) -> Image.Image:
         image = load_image(self.paths[index])
-        return image.crop(self.boxes[index]) if self.split == "query" else image
+        if self.split != "query":
+            return image
+        left, upper, right, lower = self.boxes[index]
+        return image.crop((left, upper, right, lower))
 
     def ground_truth(self, protocol: str = "medium") -> tuple[Tensor, Tensor]:
         """Relevance masks ``(positive, junk)``, both ``[70, num_gallery]`` bool, for ``easy``/``medium``/``hard``.
@@ -101,7 +104,7 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         positive = torch.zeros(len(self.gnd), self.num_gallery, dtype=torch.bool)
         junk = torch.zeros_like(positive)
         for q, entry in enumerate(self.gnd):
-            for mask, keys in zip((positive, junk), PROTOCOLS[protocol]):
+            for mask, keys in zip((positive, junk), PROTOCOLS[protocol], strict=True):
                 for key in keys:
                     mask[q, entry[key]] = True
         return positive, junk

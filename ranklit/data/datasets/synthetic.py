@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import colorsys
 import math
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
+
 from ranklit.data.datasets.base import RetrievalDataset
 
 __all__ = ["SyntheticHierarchy"]
@@ -65,7 +67,8 @@ class SyntheticHierarchy(RetrievalDataset):
     Args:
         root: ignored (kept so every dataset has the same constructor).
         split: ``train`` or ``test``.
-        transform: applied to the ``uint8`` image tensor ``[3, S, S]`` (e.g. :func:`ranklit.data.transforms.train_transform`).
+        transform: applied to the ``uint8`` image tensor ``[3, S, S]``
+            (e.g. :func:`ranklit.data.transforms.train_transform`).
         levels: 2 (``[fine, shape]``) or 3 (``[colour, (shape, texture), shape]``).
         num_coarse: number of shapes (at most 8).
         fine_per_parent: fine classes per parent (coarse for 2 levels, texture for 3); half go to each split.
@@ -124,36 +127,43 @@ class SyntheticHierarchy(RetrievalDataset):
     @staticmethod
     def _classes(levels: int, num_coarse: int, fine_per_parent: int, seed: int) -> list[dict]:
         generator = torch.Generator().manual_seed(seed)
-        classes = []
+        classes: list[dict[str, Any]] = []
         for coarse in range(num_coarse):
             textures = range(len(_TEXTURES)) if levels == 3 else [None]
             for texture in textures:
                 hue0 = float(torch.rand(1, generator=generator))
                 for rank in range(fine_per_parent):
                     fine = len(classes)
-                    tex = texture if texture is not None else int(torch.randint(len(_TEXTURES), (1,), generator=generator))
+                    if texture is not None:
+                        tex = texture
+                    else:
+                        tex = int(torch.randint(len(_TEXTURES), (1,), generator=generator))
                     hue = hue0 + rank / fine_per_parent
-                    labels = [fine, coarse * len(_TEXTURES) + texture, coarse] if levels == 3 else [fine, coarse]
+                    labels = [fine, coarse * len(_TEXTURES) + tex, coarse] if levels == 3 else [fine, coarse]
                     classes.append({"shape": _SHAPES[coarse], "texture": _TEXTURES[tex], "hue": hue,
                                     "labels": labels, "rank_in_parent": rank})
         return classes
 
-    def _render(self, cls: dict, g: Tensor) -> Tensor:
+    def _render(self, cls: dict[str, Any], g: torch.Generator) -> Tensor:
         size = self.image_size
-        rand = lambda *shape: torch.rand(*shape, generator=g)  # noqa: E731
+
+        def rand(*shape: int) -> Tensor:
+            return torch.rand(*shape, generator=g)
+
         axis = torch.linspace(-1.0, 1.0, size)
         y, x = torch.meshgrid(axis, axis, indexing="ij")
         background = _rgb(float(rand(1)), saturation=0.4 * float(rand(1)), value=0.3 + 0.5 * float(rand(1)))
-        image = background[:, None, None] * (0.8 + 0.2 * rand(1, size, size)) + 0.06 * torch.randn(3, size, size, generator=g)
+        shade = 0.8 + 0.2 * rand(1, size, size)  # drawn before the noise: the generator's order is the dataset
+        image = background[:, None, None] * shade + 0.06 * torch.randn(3, size, size, generator=g)
         for _ in range(2):  # distractor blobs of random colour
             cx, cy, radius = rand(1) * 2 - 1, rand(1) * 2 - 1, 0.15 + 0.2 * rand(1)
             blob = ((x - cx) ** 2 + (y - cy) ** 2) <= radius**2
             image = torch.where(blob, _rgb(float(rand(1)))[:, None, None], image)
         angle = float(rand(1)) * 2 * math.pi
         scale = 0.35 + 0.2 * float(rand(1))
-        cx, cy = (float(rand(1)) - 0.5) * 0.6, (float(rand(1)) - 0.5) * 0.6
-        u = ((x - cx) * math.cos(angle) + (y - cy) * math.sin(angle)) / scale
-        v = (-(x - cx) * math.sin(angle) + (y - cy) * math.cos(angle)) / scale
+        ox, oy = (float(rand(1)) - 0.5) * 0.6, (float(rand(1)) - 0.5) * 0.6
+        u = ((x - ox) * math.cos(angle) + (y - oy) * math.sin(angle)) / scale
+        v = (-(x - ox) * math.sin(angle) + (y - oy) * math.cos(angle)) / scale
         mask = _shape_mask(cls["shape"], u, v)
         hue = cls["hue"] + 0.04 * (float(rand(1)) - 0.5)
         colour = _rgb(hue, value=0.7 + 0.3 * float(rand(1)))[:, None, None]
