@@ -222,9 +222,10 @@ class RetrievalModule(L.LightningModule):
     def _log_metrics(self, metrics: RetrievalMetrics, prefix: str) -> None:
         results = metrics.compute()
         metrics.reset()
-        for key, value in results.items():
-            # computed from the gathered states, so equal on every rank; sync_dist only silences Lightning's warning
-            self.log(f"{prefix}/{key}", float(value), prog_bar=key in ("map_at_r", "hap"), sync_dist=True)
+        # computed from the gathered states, so equal on every rank; sync_dist only silences Lightning's warning
+        shown = {f"{prefix}/{key}": value for key, value in results.items() if key in ("map_at_r", "hap")}
+        self.log_dict(shown, prog_bar=True, sync_dist=True)
+        self.log_dict({f"{prefix}/{k}": v for k, v in results.items() if f"{prefix}/{k}" not in shown}, sync_dist=True)
 
     @override
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
