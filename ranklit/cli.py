@@ -12,6 +12,18 @@ baseline every curve starts from; ``--baseline_validation false`` switches it of
 ``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
 ``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
 ``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to ``--predictions_path``.
+
+Every ``fit`` is resumable: the CLI adds :class:`ranklit.training.ResumableTraining` (sampler position, random states,
+cross-batch memory in every checkpoint) and, unless ``--trainer.enable_checkpointing false``,
+:class:`ranklit.training.FaultTolerance`, which saves ``checkpoints/interrupted.ckpt`` of the run directory on Ctrl-C,
+``SIGTERM`` or an exception. **Resuming is re-running the same command with** ``--resume true`` (or
+``--ckpt_path last``): the newest ``version_<n>`` of the logger's ``<save_dir>/<name>`` is continued (its
+``version`` is set, so ``metrics.csv`` is appended to, never overwritten), from its newest checkpoint (``last.ckpt``
+or ``interrupted.ckpt``), without the baseline validation. With nothing to resume, ``--resume true`` says so on
+stderr and starts a fresh run; ``--ckpt_path last`` refuses. An explicit ``--ckpt_path PATH`` inside a run's
+``checkpoints/`` continues that run's version. A resume may change the trainer settings (``max_epochs``,
+``devices``, ``num_nodes``, …); a model setting (``--model.*``) that differs from the checkpoint's is refused,
+naming each key (Lightning would silently replace it by the checkpoint's value).
 """
 
 from __future__ import annotations
@@ -24,12 +36,15 @@ from typing import Any
 
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
+from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
+from ranklit.training import FaultTolerance, ResumableTraining
+from ranklit.training.runs import RESUMABLE, changed_settings, continue_metrics_csv, latest_checkpoint, latest_version
 
 __all__ = ["RanklitCLI", "config_dir", "list_configs", "main", "resolve_config_paths", "run_directory"]
 
@@ -88,7 +103,8 @@ class RunConfigSaver(SaveConfigCallback):
 class RanklitCLI(LightningCLI):
     """LightningCLI with ranklit's defaults: the run's config saved in its directory (:class:`RunConfigSaver`), no
     top-level ``--optimizer``/``--lr_scheduler`` (the module's ``optimizer``/``lr_scheduler`` keep its parameter
-    groups), ``data.root`` copied into every dataset, a baseline validation before ``fit``."""
+    groups), ``data.root`` copied into every dataset, a baseline validation before ``fit``, resumable and
+    fault-tolerant ``fit`` runs (``--resume``; module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("save_config_callback", RunConfigSaver)
@@ -106,6 +122,13 @@ class RanklitCLI(LightningCLI):
             type=bool,
             default=True,
             help="Validate the model once before training and log its metrics at step 0.",
+        )
+        parser.add_argument(
+            "--resume",
+            type=bool,
+            default=False,
+            help="Continue the newest run of the logger's save_dir/name from its newest checkpoint (start fresh, "
+            "with a note, when there is none).",
         )
         parser.add_argument(
             "--predictions_path",
@@ -127,14 +150,102 @@ class RanklitCLI(LightningCLI):
                 )
 
     @override
+    def _parse_ckpt_path(self) -> None:
+        subcommand = self.config.get("subcommand")
+        if subcommand != "fit":
+            super()._parse_ckpt_path()
+            return
+        config = self.config[subcommand]
+        self._find_resumed_run(config)
+        model = config.model.clone()
+        super()._parse_ckpt_path()  # replaces the model settings by those saved in the checkpoint
+        if changes := changed_settings(self.config[subcommand].model.as_dict(), model.as_dict()):
+            self.parser.error(
+                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(changes)}"
+                ". A resumed run continues the same model: use the settings of the interrupted run (only "
+                "`trainer.*` settings such as max_epochs, devices, num_nodes may change), or start a new run."
+            )
+
+    def _find_resumed_run(self, config: Any) -> None:
+        """With ``--resume`` or ``--ckpt_path last``: the newest run's version and checkpoint into ``config``."""
+        experiment, logger_args = _experiment_folder(config)
+        if config.get("resume") or config.get("ckpt_path") == "last":
+            version = logger_args.get("version") if logger_args else None
+            if experiment is not None and version is None:
+                version = latest_version(experiment)
+            folder = _run_folder(config, experiment, version)
+            checkpoint = latest_checkpoint(folder / "checkpoints") if folder is not None else None
+            if checkpoint is None:
+                where = f"{experiment}/version_*/checkpoints" if experiment is not None else f"{folder}/checkpoints"
+                if config.get("ckpt_path") == "last":
+                    self.parser.error(
+                        f"`--ckpt_path last`: no checkpoint ({' or '.join(RESUMABLE)}) found in {where}. Run without "
+                        "`--ckpt_path` to start a new run, or give the logger's `save_dir`/`name` of the run to resume."
+                    )
+                sys.stderr.write(f"--resume: nothing to resume in {where}; starting a fresh run.\n")
+                return
+            config.ckpt_path = str(checkpoint)
+            sys.stderr.write(f"Resuming {folder} from {checkpoint}.\n")
+        elif config.get("ckpt_path") and experiment is not None and logger_args.get("version") is None:
+            run = Path(config.ckpt_path).resolve().parent.parent
+            if run.parent == experiment.resolve() and run.name.startswith("version_"):
+                version = run.name.removeprefix("version_")
+        else:
+            return
+        if logger_args is not None and version is not None:
+            logger_args.version = int(version) if str(version).isdigit() else version
+
+    @override
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        trainer = super().instantiate_trainer(**kwargs)
+        if self.subcommand != "fit":
+            return trainer
+        if not any(isinstance(c, ResumableTraining) for c in trainer.callbacks):
+            trainer.callbacks.append(ResumableTraining())
+        present = any(isinstance(c, FaultTolerance) for c in trainer.callbacks)
+        if trainer.checkpoint_callback is not None and not present:
+            trainer.callbacks.append(FaultTolerance(run_directory(trainer) / "checkpoints"))
+        resumed = self.config[self.subcommand].get("ckpt_path")
+        if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
+            continue_metrics_csv(trainer.logger)
+        return trainer
+
+    @override
     def before_fit(self) -> None:
-        if self.config[self.subcommand].get("baseline_validation", True) and self.datamodule.val_dataset is not None:
+        config = self.config[self.subcommand]
+        if config.get("ckpt_path"):
+            return  # a resumed run: its baseline was logged by the run that wrote the checkpoint
+        if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
     @override
     def before_predict(self) -> None:
         if not any(isinstance(c, EmbeddingWriter) for c in self.trainer.callbacks):
             self.trainer.callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
+
+
+def _experiment_folder(config: Any) -> tuple[Path | None, Any]:
+    """``<save_dir>/<name>`` of the (first) configured logger and its ``init_args``; Lightning's default logger's
+    folder (``lightning_logs``) and ``None``; ``(None, None)`` without a logger."""
+    logger = config.trainer.get("logger")
+    if isinstance(logger, list):
+        logger = logger[0] if logger else False
+    root = Path(config.trainer.get("default_root_dir") or ".")
+    if logger is False:
+        return None, None
+    init_args = getattr(logger, "init_args", None)
+    if init_args is None:
+        return root / "lightning_logs", None
+    return Path(init_args.get("save_dir") or root) / str(init_args.get("name") or ""), init_args
+
+
+def _run_folder(config: Any, experiment: Path | None, version: int | str | None) -> Path | None:
+    """The run directory of ``version`` of ``experiment`` (``default_root_dir`` without a logger), if any."""
+    if experiment is None:
+        return Path(config.trainer.get("default_root_dir") or ".")
+    if version is None:
+        return None
+    return experiment / (version if isinstance(version, str) else f"version_{version}")
 
 
 def resolve_config_paths(args: list[str]) -> list[str]:

@@ -17,17 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiny import synthetic_args
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _cli_args(save_dir: Path) -> list[str]:
     """The tiny quick start (the config keys live here only: adapt them when the config changes)."""
-    options = "{levels: 2, num_coarse: 2, fine_per_parent: 8, images_per_class: 6, image_size: 32}"
     return [
         "fit", "--config", str(REPOSITORY / "configs" / "quickstart.yaml"),
         "--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
-        f"--data.dataset_options={options}", "--data.batch_size=8", "--data.samples_per_class=2",
-        "--data.batches_per_epoch=4", "--data.image_size=32", "--data.resize_size=32", "--data.crop_size=32",
+        *synthetic_args(fine_per_parent=8, images_per_class=6), "--data.batch_sampler.init_args.p=4",
+        "--data.batch_sampler.init_args.k=2", "--data.batch_sampler.init_args.batches_per_epoch=4",
+        "--data.image_size=32", "--data.resize_size=32", "--data.crop_size=32",
         "--data.num_workers=0", "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1",
         "--trainer.log_every_n_steps=1", "--trainer.enable_checkpointing=false", "--trainer.callbacks=null",
         "--trainer.accelerator=cpu", f"--trainer.logger.init_args.save_dir={save_dir}",
