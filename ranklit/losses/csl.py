@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -80,7 +80,8 @@ class CSLLoss(EmbeddingLoss):
         """Create the proxies and the ``class_labels`` buffer if the loss was built without sizes (else nothing)."""
         if self.proxies is None:
             self.proxies = sized_proxies(None, num_classes, embedding_dim, "CSLLoss")
-            self.class_labels = self._unknown_hierarchy(num_classes).to(self.proxies.device)
+            device = require_proxies(self.proxies, "CSLLoss").device
+            self.class_labels = self._unknown_hierarchy(num_classes).to(device)
             self.num_classes = num_classes
 
     @torch.no_grad()
@@ -124,11 +125,9 @@ class CSLLoss(EmbeddingLoss):
         proxies = require_proxies(self.proxies, "CSLLoss")
         check_proxy_dimension(inputs.queries, proxies)
         self.register_hierarchy(inputs.query_labels)
+        assert self.class_labels is not None  # created together with the proxies
         return csl_loss(inputs.queries, inputs.query_labels, proxies, self.class_labels, self.margins, self.scale)
 
     def extra_repr(self) -> str:
         dim = None if self.proxies is None else self.proxies.shape[1]
-        return (
-            f"num_classes={self.num_classes}, embedding_dim={dim}, margins={self.margins}, "
-            f"scale={self.scale}"
-        )
+        return f"num_classes={self.num_classes}, embedding_dim={dim}, margins={self.margins}, scale={self.scale}"

@@ -16,7 +16,8 @@ __all__ = ["ContrastiveLoss", "TripletLoss"]
 class ContrastiveLoss(BinaryRetrievalLoss):
     """Contrastive (pair) loss on cosine similarities: positives pulled to ``pos_margin``, negatives pushed below
     ``neg_margin``; per-query sums averaged over the queries with a positive (see
-    :func:`ranklit.functional.contrastive_loss`). Embeddings are L2-normalised first unless ``normalize=False``. Time and memory ``O(B N)``.
+    :func:`ranklit.functional.contrastive_loss`). Embeddings are L2-normalised first unless ``normalize=False``. Time
+    and memory ``O(B N)``.
 
     Args:
         pos_margin: target similarity of positives (1.0).
@@ -44,7 +45,8 @@ class TripletLoss(RetrievalLoss):
     """Triplet loss ``[d_ap - d_an + margin]_+`` (Euclidean distances of unit vectors), one mined negative per
     (anchor, positive) pair: semi-hard mining by default (TL_SH of the papers' tables), or distance-weighted sampling
     (Wu et al. 2017). See :func:`ranklit.functional.triplet_loss`. Positives share the finest label; embeddings are
-    L2-normalised first unless ``normalize=False`` (the distances ``sqrt(2 - 2s)`` assume unit vectors). Semi-hard: time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
+    L2-normalised first unless ``normalize=False`` (the distances ``sqrt(2 - 2s)`` assume unit vectors). Semi-hard: time
+    ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
 
     Args:
         margin: triplet margin (0.2).

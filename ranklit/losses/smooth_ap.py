@@ -20,7 +20,8 @@ class SmoothAPLoss(BinaryRetrievalLoss):
     See :func:`ranklit.functional.smooth_ap_loss`. Positives share the finest label (column 0 of
     ``[B, L]`` labels); the query is excluded from its own ranking unless ``include_self=True``, which reproduces the
     authors' released Smooth-AP code (query kept as its own positive). Embeddings are L2-normalised first (cosine
-    scores) unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per query), never ``B^3``.
+    scores) unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)`` (``P`` positives per
+    query), never ``B^3``.
 
     Args:
         tau: sigmoid temperature (0.01).
@@ -55,7 +56,8 @@ class SupAPLoss(BinaryRetrievalLoss):
     The ranks among positives use the exact step (no gradient); the negatives use ``H^-`` (sigmoid, +0.5 jump on
     ``(0, delta]``, slope ``rho`` beyond). See :func:`ranklit.functional.supap_loss`. Positives share the finest
     label; the query is excluded from its own ranking unless ``include_self=True`` (the authors' ROADMAP code keeps
-    it); embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
+    it); embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B
+    N)``.
 
     Args:
         tau: sigmoid temperature (0.01).

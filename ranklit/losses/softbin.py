@@ -18,7 +18,8 @@ class SoftBinAPLoss(RetrievalLoss):
     Positives share the finest label (column 0), as for every binary loss. Options (off by default): ``tie_aware``
     uses the tie-aware precision of Eq. 13 (``mAP_T``); ``class_balanced`` weights the queries so that every (fine)
     class of the batch weighs the same (§4.2). The query is excluded from its own ranking unless
-    ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. See :func:`ranklit.functional.softbin_ap_loss` for the formula and the departure from the authors'
+    ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. See
+    :func:`ranklit.functional.softbin_ap_loss` for the formula and the departure from the authors'
     end bins. Time and memory ``O(B (N + M))``.
 
     Args:
