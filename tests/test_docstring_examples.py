@@ -7,8 +7,6 @@ import importlib
 import inspect
 import re
 
-import pytest
-
 MODULES = ("ranklit.functional", "ranklit.losses", "ranklit.metrics")
 
 # an output line that only says a check passed: True/False, or nothing but a comparison's result
@@ -104,11 +102,6 @@ def test_checker_tells_values_from_range_checks() -> None:
     assert problem(unseeded) == "the example draws random numbers without `torch.manual_seed`"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #15: losses/metrics/functional docstrings are being rewritten on another branch; "
-    "the offenders are listed in the assertion message",
-)
 def test_every_public_name_has_a_concrete_example() -> None:
     found = offenders()
     assert not found, f"{len(found)} public names without a concrete doctested value:\n" + "\n".join(found)

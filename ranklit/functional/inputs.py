@@ -83,10 +83,10 @@ def check_labels(labels: Tensor, num_rows: int, name: str = "labels") -> Tensor:
 
     >>> check_labels(torch.tensor([3, 4]), 2).tolist()
     [[3], [4]]
-    >>> check_labels(torch.tensor([0.0, 1.0]), 2)
+    >>> check_labels(torch.tensor([0.0, 1.0]), 2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: `labels` must hold integer class ids, got dtype torch.float32. Pass e.g. `labels.long()` if the values are whole numbers.
+    TypeError: `labels` must hold integer class ids, got dtype torch.float32. Pass e.g. `labels.long()` ...
     """
     if not isinstance(labels, Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor of integer labels, got {type(labels).__name__}.")
@@ -151,10 +151,10 @@ def check_distinct_ids(ids: Tensor, name: str = "ids") -> None:
     An item is removed from a query's ranking when their ids are equal, so identical ids leave nothing to rank: they
     are almost always labels or a constant passed where sample ids (the dataset index) were meant.
 
-    >>> check_distinct_ids(torch.tensor([3, 3, 3]))
+    >>> check_distinct_ids(torch.tensor([3, 3, 3]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: `ids` are all equal (3, for 3 items): ids must identify the samples (e.g. the dataset index), since an item is removed from the ranking of every query with its id.
+    ValueError: `ids` are all equal (3, for 3 items): ids must identify the samples (e.g. the dataset index), ...
     """
     if ids.numel() > 1 and bool((ids == ids[0]).all()):
         raise ValueError(
@@ -174,7 +174,9 @@ def check_chunk_size(chunk_size: int | None, name: str = "chunk_size") -> int | 
     ValueError: `chunk_size` must be a positive int (queries per chunk) or None (automatic), got True.
     """
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"`{name}` must be a positive int (queries per chunk) or None (automatic), got {chunk_size!r}.")
+        raise ValueError(
+            f"`{name}` must be a positive int (queries per chunk) or None (automatic), got {chunk_size!r}."
+        )
     return chunk_size
 
 

@@ -14,6 +14,7 @@ are left out of that protocol's mean.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -98,14 +99,18 @@ def revisited_map(
         >>> out["map_easy"], round(out["map_medium"], 4), out["map_hard"]
         (1.0, 1.0, 1.0)
     """
-    x = prepare_inputs(embeddings, torch.zeros(embeddings.shape[0], dtype=torch.long),
-                       ref_embeddings=ref_embeddings, ref_labels=torch.zeros(ref_embeddings.shape[0], dtype=torch.long))
+    x = prepare_inputs(
+        embeddings,
+        torch.zeros(embeddings.shape[0], dtype=torch.long),
+        ref_embeddings=ref_embeddings,
+        ref_labels=torch.zeros(ref_embeddings.shape[0], dtype=torch.long),
+    )
     num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
     if len(gnd) != num_queries:
         raise ValueError(f"`gnd` has {len(gnd)} entries but there are {num_queries} queries: give one entry per query.")
     masks = _index_masks(gnd, num_refs, x.queries.device)
     chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, 1, x.queries.device)
-    totals = {name: [torch.zeros((), dtype=torch.float64), 0] for name in _PROTOCOLS}
+    totals: dict[str, list[Any]] = {name: [torch.zeros((), dtype=torch.float64), 0] for name in _PROTOCOLS}
     refs_t = x.refs.T.contiguous()
     for start in range(0, num_queries, chunk):
         rows = slice(start, min(start + chunk, num_queries))

@@ -9,6 +9,7 @@ plain-sentence errors, and average per-query values over the queries that have a
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -107,7 +108,7 @@ def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int,
     """
     if chunk_size is None:
         return default_chunk_size(num_queries, row_width, num_refs)
-    return check_chunk_size(chunk_size)
+    return cast(int, check_chunk_size(chunk_size))
 
 
 def _describe(value: object) -> str:

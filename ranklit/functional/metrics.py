@@ -239,7 +239,7 @@ def retrieval_metric_tensors(
     num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
     if num_levels > 1:
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
-    if ref_embeddings is None and ids is not None:
+    if ref_embeddings is None and ids is not None and x.query_ids is not None:
         check_distinct_ids(x.query_ids, "ids")
     junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
     # positives (flat) or relevant items (hierarchical): same label in the coarsest column
@@ -266,7 +266,7 @@ def retrieval_metric_tensors(
     refs_t = x.refs.T.contiguous()
     for rows in order.split(chunk):
         scores = x.queries[rows] @ refs_t
-        if id_keys is not None:
+        if id_keys is not None and x.query_ids is not None:
             index, valid = id_keys.match(x.query_ids[rows])
             chunk_rows = torch.arange(rows.numel(), device=scores.device)[:, None].expand_as(index)
             scores[chunk_rows[valid], index[valid]] = float("-inf")
@@ -285,7 +285,7 @@ def retrieval_metric_tensors(
         keys = _total_keys(num_levels, recall_at)
         zero = torch.zeros((), dtype=torch.float64, device=x.queries.device)
         summed = shard.all_reduce_sum(torch.stack([totals.get(key, zero) for key in keys]))
-        totals = dict(zip(keys, summed.unbind()))
+        totals = dict(zip(keys, summed.unbind(), strict=True))
     return _finalise(totals, num_queries, num_levels, recall_at, x.queries.device)
 
 
@@ -332,7 +332,8 @@ def _finalise(
             out[key] = totals.get(f"{key}_hier", zero) / totals.get("has_positive_hier", zero)
         for h in range(num_levels):
             for key in binary:
-                out[f"{key}_level{h}"] = totals.get(f"{key}_level{h}", zero) / totals.get(f"has_positive_level{h}", zero)
+                count = totals.get(f"has_positive_level{h}", zero)
+                out[f"{key}_level{h}"] = totals.get(f"{key}_level{h}", zero) / count
     out["num_queries"] = torch.tensor(float(num_queries), dtype=torch.float64, device=device)
     out["num_queries_without_positive"] = out["num_queries"] - with_positive
     return out

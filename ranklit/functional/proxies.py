@@ -6,7 +6,7 @@ L2-normalised already (the model does it), so ``<v, p / |p|>`` is a cosine simil
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F

@@ -11,7 +11,7 @@ autograd, each chunk is checkpointed, so only the ``[Q, N]`` scores are kept for
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

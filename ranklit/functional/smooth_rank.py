@@ -13,8 +13,8 @@ Time ``O(Q P N)``; peak memory ``O(chunk P N + Q N)``, never ``Q x N x N``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import torch
 from torch import Tensor
@@ -114,8 +114,13 @@ def supap_loss(
         >>> round(supap_loss(s, torch.tensor([[True, False, False]])).item(), 4)
         0.0
     """
-    kw = {"tau": check_positive("tau", tau), "rho": check_positive("rho", rho), "delta": check_positive("delta", delta)}
-    return _smooth_rank_loss(partial(_supap_chunk, **kw), scores, positives, valid, chunk_size)
+    chunk_fn = partial(
+        _supap_chunk,
+        tau=check_positive("tau", tau),
+        rho=check_positive("rho", rho),
+        delta=check_positive("delta", delta),
+    )
+    return _smooth_rank_loss(chunk_fn, scores, positives, valid, chunk_size)
 
 
 def _smooth_rank_loss(

@@ -16,6 +16,7 @@ equalities of the float scores, as in the row-by-row path of :func:`~ranklit.fun
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 import torch
@@ -69,8 +70,8 @@ def class_blocks(labels: Tensor, tile: int) -> tuple[Tensor, list[tuple[int, int
     new_class[1:] = sorted_labels[1:] != sorted_labels[:-1]
     starts = torch.nonzero(new_class).flatten()
     marks = torch.searchsorted(starts, torch.arange(0, labels.numel(), tile, device=labels.device))
-    cuts = torch.unique(starts[marks[marks < starts.numel()]]).tolist() + [labels.numel()]
-    return order, list(zip(cuts[:-1], cuts[1:]))
+    cuts = [*torch.unique(starts[marks[marks < starts.numel()]]).tolist(), labels.numel()]
+    return order, list(itertools.pairwise(cuts))
 
 
 def symmetric_positive_ranks(

@@ -47,6 +47,14 @@ class EmbeddingLoss(nn.Module):
 
     It fixes the call that :class:`ranklit.models.RetrievalModule` makes (and the type the ``ranklit`` CLI accepts
     for ``model.loss``); ranking losses derive from :class:`RetrievalLoss`, proxy losses from it directly.
+
+    Example:
+        >>> import torch
+        >>> class MeanNorm(EmbeddingLoss):
+        ...     def forward(self, embeddings, labels, **kwargs):
+        ...         return embeddings.norm(dim=1).mean()
+        >>> MeanNorm()(torch.full((2, 4), 0.5), torch.tensor([0, 1])).item()
+        1.0
     """
 
     def forward(
@@ -76,6 +84,15 @@ class RetrievalLoss(EmbeddingLoss):
         normalize: L2-normalise the embeddings (and ``ref_embeddings``) before scoring (default ``True``).
         include_self: keep each query in its own ranking (authors' code; default ``False``). With
             ``ref_embeddings`` the query is kept when an item with its id is in the retrieval set.
+
+    Example:
+        >>> import torch
+        >>> class MeanScore(RetrievalLoss):
+        ...     def retrieval_loss(self, scores, inputs, valid):
+        ...         return scores[valid].mean()
+        >>> emb = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+        >>> round(MeanScore()(emb, torch.tensor([0, 1, 2])).item(), 4)
+        0.4667
     """
 
     def __init__(self, *, normalize: bool = True, include_self: bool = False) -> None:
@@ -118,6 +135,15 @@ class BinaryRetrievalLoss(RetrievalLoss):
 
     Subclasses implement :meth:`binary_loss`. Queries without a positive are skipped by the functional forms; a batch
     where no query has one raises ``ValueError`` pointing at the P x K sampler.
+
+    Example:
+        >>> import torch
+        >>> class PositiveGap(BinaryRetrievalLoss):
+        ...     def binary_loss(self, scores, positives, valid):
+        ...         return 1 - scores[positives].mean()
+        >>> emb = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+        >>> round(PositiveGap()(emb, torch.tensor([0, 0, 1])).item(), 4)
+        0.4
     """
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

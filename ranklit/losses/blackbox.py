@@ -26,9 +26,10 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
 
     Example:
         >>> import torch
-        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
-        >>> 0.0 <= BlackBoxAPLoss()(emb, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])).item() <= 1.0
-        True
+        >>> _ = torch.manual_seed(0)
+        >>> emb, labels = torch.randn(8, 4), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+        >>> round(BlackBoxAPLoss()(emb, labels).item(), 4)
+        0.7509
     """
 
     def __init__(self, lam: float = 4.0, margin: float = 0.02, normalize: bool = True) -> None:

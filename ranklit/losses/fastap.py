@@ -26,9 +26,10 @@ class FastAPLoss(BinaryRetrievalLoss):
 
     Example:
         >>> import torch
-        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
-        >>> 0.0 <= FastAPLoss()(emb, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])).item() <= 1.0
-        True
+        >>> _ = torch.manual_seed(0)
+        >>> emb, labels = torch.randn(8, 4), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+        >>> round(FastAPLoss()(emb, labels).item(), 4)
+        0.7972
     """
 
     def __init__(self, num_bins: int = 10, normalize: bool = True, include_self: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from torch import Tensor, nn
 
@@ -32,12 +32,13 @@ class LevelSumLoss(EmbeddingLoss):
     Example:
         >>> import torch
         >>> from ranklit.losses import SupAPLoss
-        >>> emb = torch.nn.functional.normalize(torch.randn(8, 4), dim=1)
+        >>> _ = torch.manual_seed(0)
+        >>> emb = torch.randn(8, 4)
         >>> labels = torch.tensor([[0, 0], [0, 0], [1, 0], [1, 0], [2, 1], [2, 1], [3, 1], [3, 1]])
-        >>> loss = LevelSumLoss(SupAPLoss())(emb, labels)
-        >>> expected = SupAPLoss()(emb, labels[:, 0]) + SupAPLoss()(emb, labels[:, 1])
-        >>> torch.allclose(loss, expected)
-        True
+        >>> round(LevelSumLoss(SupAPLoss())(emb, labels).item(), 4)
+        1.9328
+        >>> round(SupAPLoss()(emb, labels[:, 0]).item() + SupAPLoss()(emb, labels[:, 1]).item(), 4)
+        1.9328
     """
 
     def __init__(self, losses: nn.Module | Sequence[nn.Module]) -> None:

@@ -46,7 +46,7 @@ def _finest(labels: Tensor) -> Tensor:
 def _batch_ap_sum(
     embeddings: Tensor, labels: Tensor, ids: Tensor, refs: tuple[Tensor, Tensor, Tensor] | None = None
 ) -> tuple[float, int]:
-    """Sum of the APs of the queries that have a positive in the retrieval set (the batch by default), and their count."""
+    """Sum of the APs of the queries with a positive in the retrieval set (the batch by default), and their count."""
     ref_embeddings, ref_labels, ref_ids = refs if refs is not None else (embeddings, labels, ids)
     positives = (_finest(labels)[:, None] == _finest(ref_labels)[None, :]) & (ids[:, None] != ref_ids[None, :])
     count = int(positives.any(dim=1).sum())

@@ -16,8 +16,14 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from ranklit.functional.inputs import check_chunk_size, check_distinct_ids, check_embeddings, check_flag, check_ids
-from ranklit.functional.inputs import check_labels
+from ranklit.functional.inputs import (
+    check_chunk_size,
+    check_distinct_ids,
+    check_embeddings,
+    check_flag,
+    check_ids,
+    check_labels,
+)
 from ranklit.functional.metrics import check_recall_at, nan_metrics, retrieval_metric_tensors
 from ranklit.functional.sharding import distributed_shard
 
@@ -167,7 +173,7 @@ class RetrievalMetrics(Metric):
         if seen_labels is not None and labels.shape[1:] != seen_labels.shape[1:]:
             raise ValueError(
                 f"`labels` have shape {tuple(labels.shape)} but earlier `update` calls gave "
-                f"{('B',) + tuple(seen_labels.shape[1:])}: use [B] or [B, L] labels with the same L in every call."
+                f"{('B', *tuple(seen_labels.shape[1:]))}: use [B] or [B, L] labels with the same L in every call."
             )
         if (seen_ids > 0) != (ids is not None):
             raise ValueError(_MIXED_IDS)
@@ -195,7 +201,7 @@ class RetrievalMetrics(Metric):
             warnings.warn("Every item was added with `gallery=True`: there is no query, the metrics are NaN.",
                           UserWarning, stacklevel=2)  # fmt: skip
             return nan_metrics(0, num_levels, self.recall_at, embeddings.device)
-        options = dict(
+        options: dict[str, Any] = dict(
             recall_at=self.recall_at, alpha=self.alpha, chunk_size=self.chunk_size, normalize=self.normalize,
             shard=distributed_shard(self.process_group) if self._is_synced else None,
         )  # fmt: skip
@@ -219,7 +225,7 @@ class RetrievalMetrics(Metric):
 
         values = self.compute() if val is None else val
         ks = [k for k in self.recall_at if f"recall_at_{k}" in values]
-        fig, ax = (plt.subplots() if ax is None else (ax.get_figure(), ax))
+        fig, ax = plt.subplots() if ax is None else (ax.get_figure(), ax)
         ax.plot(ks, [float(values[f"recall_at_{k}"]) for k in ks], marker="o")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
