@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
@@ -200,28 +200,30 @@ class RanklitCLI(LightningCLI):
         trainer = super().instantiate_trainer(**kwargs)
         if self.subcommand != "fit":
             return trainer
-        if not any(isinstance(c, ResumableTraining) for c in trainer.callbacks):
-            trainer.callbacks.append(ResumableTraining())
-        present = any(isinstance(c, FaultTolerance) for c in trainer.callbacks)
+        callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
+        if not any(isinstance(c, ResumableTraining) for c in callbacks):
+            callbacks.append(ResumableTraining())
+        present = any(isinstance(c, FaultTolerance) for c in callbacks)
         if trainer.checkpoint_callback is not None and not present:
-            trainer.callbacks.append(FaultTolerance(run_directory(trainer) / "checkpoints"))
+            callbacks.append(FaultTolerance(run_directory(trainer) / "checkpoints"))
         resumed = self.config[self.subcommand].get("ckpt_path")
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger)
         return trainer
 
-    @override
     def before_fit(self) -> None:
+        """Validate once before training (the step-0 baseline), unless resuming or switched off."""
         config = self.config[self.subcommand]
         if config.get("ckpt_path"):
             return  # a resumed run: its baseline was logged by the run that wrote the checkpoint
         if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
-    @override
     def before_predict(self) -> None:
-        if not any(isinstance(c, EmbeddingWriter) for c in self.trainer.callbacks):
-            self.trainer.callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
+        """Add the writer of ``--predictions_path`` unless the config has one."""
+        callbacks: list[Callback] = self.trainer.callbacks  # type: ignore[attr-defined]
+        if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
+            callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
 
 
 def _experiment_folder(config: Any) -> tuple[Path | None, Any]:
@@ -287,9 +289,8 @@ def _command_line(args: list[str]) -> Iterator[None]:
 def _print_configs() -> None:
     rows = list_configs()
     width = max(len(name) for name, _ in rows)
-    print(f"Configs shipped with ranklit ({config_dir()}); run one with `ranklit fit --config NAME`:\n")
-    for name, description in rows:
-        print(f"  {name:<{width}}  {description}")
+    lines = [f"Configs shipped with ranklit ({config_dir()}); run one with `ranklit fit --config NAME`:", ""]
+    sys.stdout.write("\n".join([*lines, *(f"  {name:<{width}}  {text}" for name, text in rows)]) + "\n")
 
 
 def main(args: list[str] | None = None) -> None:

@@ -25,12 +25,14 @@ def _run(args: list[str], cwd: Path, site: Path, timeout: int = 300) -> subproce
 def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path) -> None:
     wheels, site, empty = tmp_path / "wheels", tmp_path / "site", tmp_path / "empty"
     empty.mkdir()
-    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(REPO), "-w", str(wheels)]
+    pip = [sys.executable, "-m", "pip"]
+    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", str(REPO), "-w", str(wheels)]
     assert subprocess.run(build, capture_output=True, text=True, timeout=300).returncode == 0
     (wheel,) = wheels.glob("ranklit-*.whl")
-    install = [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)]
+    install = [*pip, "install", "--no-deps", "-q", "--target", str(site), str(wheel)]
     assert subprocess.run(install, capture_output=True, text=True, timeout=300).returncode == 0
-    where = _run([sys.executable, "-c", "import ranklit.cli as c; print(c.__file__); print(c.config_dir())"], empty, site)
+    probe = "import ranklit.cli as c; print(c.__file__); print(c.config_dir())"
+    where = _run([sys.executable, "-c", probe], empty, site)
     module_file, configs = where.stdout.split()
     assert module_file.startswith(str(site)) and configs == str(site / "ranklit" / "configs"), where.stderr
     cli = [sys.executable, "-m", "ranklit.cli"]

@@ -21,8 +21,8 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -62,7 +62,7 @@ class FaultTolerance(OnExceptionCheckpoint):
 
     def __init__(
         self,
-        dirpath: str | os.PathLike,
+        dirpath: str | Path,
         filename: str = "interrupted",
         check_every_n_steps: int = 1,
     ) -> None:

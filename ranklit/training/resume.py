@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import lightning as L
 import numpy as np
@@ -48,7 +48,7 @@ def random_states() -> dict[str, Any]:
         >>> set_random_states(states); torch.equal(torch.rand(2), first)
         True
     """
-    name, keys, position, has_gauss, cached = np.random.get_state()
+    name, keys, position, has_gauss, cached = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
     states: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "numpy": {
@@ -93,7 +93,7 @@ def _batches_trained(trainer: L.Trainer) -> int:
     """Batches of the current epoch that Lightning counts as trained when it resumes from a checkpoint saved now:
     a batch whose step finished counts (even before ``on_train_batch_end`` completed), one interrupted mid-step does
     not (it is replayed)."""
-    current = trainer.fit_loop.epoch_loop.batch_progress.current
+    current: Any = trainer.fit_loop.epoch_loop.batch_progress.current  # a processed/started tracker at run time
     return current.processed if current.processed == current.started else current.completed
 
 
@@ -143,7 +143,7 @@ class ResumableTraining(Callback):
         trainer = self._trainer
         if trainer is None or trainer.lightning_module is None:
             return {}
-        current = trainer.fit_loop.epoch_loop.batch_progress.current
+        current: Any = trainer.fit_loop.epoch_loop.batch_progress.current
         replayed = current.started > current.processed and self._before_batch is not None
         trained = _batches_trained(trainer)
         state: dict[str, Any] = {
@@ -172,7 +172,7 @@ class ResumableTraining(Callback):
                 f"training loaders have {len(samplers)}: resume with the batch sampler of the interrupted run "
                 "(e.g. `ranklit.data.PKSampler`) as the training loader's `batch_sampler`."
             )
-        for sampler, sampler_state in zip(samplers, state["samplers"]):
+        for sampler, sampler_state in zip(samplers, state["samplers"], strict=True):
             sampler.load_state_dict(sampler_state)
             sampler.set_epoch(trainer.current_epoch)  # Lightning's epoch wins (e.g. after `limit_train_batches`)
         self._restore_memory(pl_module, state.get("memory"))

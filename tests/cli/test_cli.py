@@ -124,7 +124,7 @@ def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_unknown_backbone_names_the_closest_timm_models() -> None:
-    with pytest.raises(ValueError, match="Unknown timm backbone 'resnet5O'.*resnet50"):
+    with pytest.raises(ValueError, match=r"Unknown timm backbone 'resnet5O'.*resnet50"):
         main(["fit", "--config", "quickstart.yaml", *TINY, "--model.net.init_args.backbone=resnet5O"])
 
 

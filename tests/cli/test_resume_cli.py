@@ -1,9 +1,10 @@
 """Resuming through the CLI: an interrupted quick start resumed with ``--resume true`` equals the uninterrupted run.
 
 The quick start trains 2 epochs of 4 batches with a validation per epoch and a ``metrics.csv`` row per step. One run
-is interrupted by Ctrl-C (``SIGINT``) at step 3 (in ``on_train_batch_end``), resumed, interrupted by ``SIGTERM`` at step 6 and resumed again, each
-time with the same command plus ``--resume true``: its last weights equal those of the uninterrupted run, and its
-``metrics.csv`` holds each row of the uninterrupted run exactly once (one baseline at step 0, none on resume).
+is interrupted by Ctrl-C (``SIGINT``) at step 3 (in ``on_train_batch_end``), resumed, interrupted by ``SIGTERM`` at
+step 6 and resumed again, each time with the same command plus ``--resume true``: its last weights equal those of
+the uninterrupted run, and its ``metrics.csv`` holds each row of the uninterrupted run exactly once (one baseline at
+step 0, none on resume).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _fit(folder: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def _signal_at(step: int, name: str) -> str:
-    return f'--trainer.callbacks+={{"class_path": "tests.cli.signals.SignalAt", "init_args": {{"step": {step}, "signal": "{name}"}}}}'
+    callback = f'{{"class_path": "tests.cli.signals.SignalAt", "init_args": {{"step": {step}, "signal": "{name}"}}}}'
+    return f"--trainer.callbacks+={callback}"
 
 
 def _rows(folder: Path) -> list[dict[str, str]]:
@@ -67,8 +69,8 @@ def test_interrupted_quick_start_resumes_into_the_uninterrupted_run(tmp_path: Pa
     # Every row once, one baseline (step 0). Known gap: the training row of the batch Ctrl-C interrupted in its
     # `on_train_batch_end` (global step 3, logged as step 2) is lost: Lightning logs it after that hook.
     assert sorted(map(key, actual)) == sorted(k for k in map(key, expected) if k != (2, False))
-    assert [r["step"] for r in actual if r.get("val/map")][0] == "0"
-    for (name, want), got in zip(_weights(reference).items(), _weights(run).values()):
+    assert next(r["step"] for r in actual if r.get("val/map")) == "0"
+    for (name, want), got in zip(_weights(reference).items(), _weights(run).values(), strict=False):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)
 
 
@@ -83,7 +85,9 @@ def test_ckpt_path_last_without_a_run_is_refused(tmp_path: Path, monkeypatch, ca
 
 def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    short = ["--data.batch_sampler.init_args.batches_per_epoch=1", "--trainer.max_epochs=1", "--baseline_validation=false"]
+    short = [
+        "--data.batch_sampler.init_args.batches_per_epoch=1", "--trainer.max_epochs=1", "--baseline_validation=false"
+    ]
     main([*QUICK, *short, "--model.head_lr=0.0001", "--trainer.limit_val_batches=1"])
     with pytest.raises(SystemExit) as exit_info:
         main([*QUICK, *short, "--model.head_lr=0.001", "--resume=true"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch import nn
 
@@ -10,12 +10,12 @@ from ranklit.losses import (
     BlackBoxAPLoss,
     CalibrationLoss,
     ClusterLoss,
+    ContrastiveLoss,
     CSLLoss,
+    FastAPLoss,
     HAPLoss,
     HAPPIERLoss,
     LevelSumLoss,
-    ContrastiveLoss,
-    FastAPLoss,
     NormSoftmaxLoss,
     ProxyNCAPPLoss,
     ROADMAPLoss,

@@ -31,13 +31,13 @@ def test_matches_oracle(name: str, case: str) -> None:
     loss = make_loss()(**args, **kwargs)
     expected = reference(*oracle_args(args, kwargs))
     torch.testing.assert_close(loss, expected, rtol=1e-9, atol=1e-12)
-    for got, want in zip(grads(loss, args, kwargs), grads(expected, args, kwargs)):
+    for got, want in zip(grads(loss, args, kwargs), grads(expected, args, kwargs), strict=False):
         torch.testing.assert_close(got, want, rtol=1e-7, atol=1e-10)
 
 
 @pytest.mark.parametrize("hierarchical", [False, True])
 @pytest.mark.parametrize(
-    "make_loss, temperature, squared",
+    ("make_loss", "temperature", "squared"),
     [
         (NormSoftmaxLoss, 0.05, False),
         (ProxyNCAPPLoss, 1 / 9, True),
@@ -55,7 +55,7 @@ def test_proxy_losses_match_oracle(make_loss, temperature: float, squared: bool,
     torch.testing.assert_close(value, expected)
     got = torch.autograd.grad(value, [emb, loss.proxies])
     want = torch.autograd.grad(expected, [emb, loss.proxies])
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=False):
         torch.testing.assert_close(g, w)
 
 
@@ -126,7 +126,7 @@ def test_triplet_zero_when_negatives_are_farther_by_the_margin() -> None:
 
 
 @pytest.mark.parametrize(
-    "make, arg",
+    ("make", "arg"),
     [
         (lambda: TripletLoss(margin=0.0), "margin"),
         (lambda: TripletLoss(mining="hard"), "mining"),

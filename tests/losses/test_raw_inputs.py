@@ -4,7 +4,7 @@ calibration average."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import torch

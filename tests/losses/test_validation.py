@@ -7,7 +7,6 @@ import torch
 from torch.nn.functional import normalize
 
 import ranklit.losses
-
 from tests.losses.registry import DIM, PROXY_LOSSES, REGISTRY
 from tests.oracles import losses as oracle
 
@@ -24,7 +23,7 @@ LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
-    "call, match",
+    ("call", "match"),
     [
         (lambda f: f(_emb(), LABELS[:6]), "rows"),
         (lambda f: f(_emb()[None], LABELS), r"\[N, D\]"),
@@ -61,7 +60,7 @@ def test_batch_without_any_positive_points_at_the_sampler(name: str) -> None:
 def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
     # Every query's only positive is itself, excluded by id.
     ids = torch.arange(8)
-    with pytest.raises(ValueError, match="(?i)no query has a (positive|relevant item)"):
+    with pytest.raises(ValueError, match=r"(?i)no query has a (positive|relevant item)"):
         REGISTRY[name]()(
             _emb(), torch.arange(8), ref_embeddings=_emb(), ref_labels=torch.arange(8), ids=ids, ref_ids=ids
         )
@@ -88,7 +87,7 @@ def test_proxy_losses_need_no_positive_pair(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "make, arg",
+    ("make", "arg"),
     [
         ("SmoothAPLoss", {"tau": 0.0}),
         ("SupAPLoss", {"rho": -1.0}),

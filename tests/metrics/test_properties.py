@@ -39,7 +39,8 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
         after = binary_query_metrics(*positive_ranks(_apply(transform, scores), index, valid), (1, 3))
         for key in before:
             assert torch.equal(before[key], after[key]), key
-    before_sorted, after_sorted = ranked_relevant(scores, levels, 2), ranked_relevant(_apply(transform, scores), levels, 2)
+    before_sorted = ranked_relevant(scores, levels, 2)
+    after_sorted = ranked_relevant(_apply(transform, scores), levels, 2)
     pairs = [(hierarchical_query_metrics(before_sorted, 1.0), hierarchical_query_metrics(after_sorted, 1.0))]
     for h in range(2):
         pairs.append((level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))))

@@ -4,6 +4,7 @@ brute-force oracle, against the row-by-row path, and the pieces it is built from
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import pytest
@@ -108,7 +109,7 @@ def test_class_blocks_hold_whole_classes_in_size_order(tile: int) -> None:
     order, blocks = class_blocks(labels, tile)
     assert sorted(order.tolist()) == list(range(60))
     assert blocks[0][0] == 0 and blocks[-1][1] == 60
-    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
     sorted_labels = labels[order]
     sizes = (labels[:, None] == labels[None, :]).sum(1)[order]
     assert torch.all(sizes[1:] >= sizes[:-1])  # classes by increasing size

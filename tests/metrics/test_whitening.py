@@ -11,7 +11,8 @@ from ranklit.functional.whitening import learn_whitening
 def _descriptors(n: int, d: int, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     mixing = torch.randn(d, d, generator=g, dtype=torch.float64) * torch.logspace(0, -2, d, dtype=torch.float64)
-    return torch.randn(n, d, generator=g, dtype=torch.float64) @ mixing + torch.randn(d, generator=g, dtype=torch.float64)
+    samples = torch.randn(n, d, generator=g, dtype=torch.float64)
+    return samples @ mixing + torch.randn(d, generator=g, dtype=torch.float64)
 
 
 def _reference(train: torch.Tensor, test: torch.Tensor, power: float, dim: int) -> torch.Tensor:

@@ -76,7 +76,7 @@ def test_two_nodes_log_the_metrics_of_one_node_with_two_processes(tmp_path: Path
         for rank in (0, 1)
     ]  # fmt: skip
     outputs = [launcher.communicate(timeout=600) for launcher in launchers]
-    for launcher, (_, stderr) in zip(launchers, outputs):
+    for launcher, (_, stderr) in zip(launchers, outputs, strict=False):
         assert launcher.returncode == 0, stderr[-3000:]
     two_nodes = _validation(nodes[0])
     _run([sys.executable, "-m", "ranklit.cli", *_cli_args(nodes[1]), "--trainer.devices=2", "--trainer.strategy=ddp"],
@@ -85,7 +85,7 @@ def test_two_nodes_log_the_metrics_of_one_node_with_two_processes(tmp_path: Path
     _run([sys.executable, "-m", "ranklit.cli", *_cli_args(nodes[2]), "--trainer.devices=1"], nodes[2])
     one_process = _validation(nodes[2])
     assert len(two_nodes) == len(one_node) == 2  # untrained (step 0) and after the epoch
-    for got, want in zip(two_nodes, one_node):
+    for got, want in zip(two_nodes, one_node, strict=False):
         assert got.keys() == want.keys()
         assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
     assert two_nodes[0] == pytest.approx(one_process[0], rel=1e-5, abs=1e-6)  # evaluation shards over the nodes
