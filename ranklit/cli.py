@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
@@ -52,6 +53,27 @@ _DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 _MOVED = {
     "optimizer": "--model.optimizer",
     "lr_scheduler": "--model.lr_scheduler",
+}
+_SAMPLER = "`data.batch_sampler` (`class_path: ranklit.data.PKSampler`, `init_args: {p: 8, k: 4, ...}`)"
+_DATASET = "`data.train_dataset`/`val_dataset`/`test_dataset`/`gallery_dataset` (`class_path` + `init_args`)"
+_RENAMED = {  # keys of ranklit 0.1 configs and where their setting lives now
+    "data.dataset": _DATASET,
+    "data.dataset_options": f"the `init_args` of {_DATASET}",
+    "data.train_split": "`data.train_dataset.init_args.split`",
+    "data.val_split": "`data.val_dataset.init_args.split` (`data.val_dataset: null`: no validation)",
+    "data.test_split": "`data.test_dataset.init_args.split` (default: the validation set)",
+    "data.gallery_split": "`data.gallery_dataset.init_args.split`",
+    "data.batch_size": f"`p` × `k` of {_SAMPLER}",
+    "data.samples_per_class": f"`k` of {_SAMPLER}",
+    "data.sampler": f"the `class_path` of {_SAMPLER}",
+    "data.batches_per_super_pair": "`data.batch_sampler.init_args.batches_per_super_pair` (HierarchicalSampler)",
+    "data.batches_per_epoch": "`data.batch_sampler.init_args.batches_per_epoch` (PKSampler)",
+    "data.small_classes": "`data.batch_sampler.init_args.small_classes`",
+    "data.seed": "`data.batch_sampler.init_args.seed`",
+    "model.recall_at": "`model.metric.init_args.recall_at` (`class_path: ranklit.metrics.RetrievalMetrics`)",
+    "model.hap_alpha": "`model.metric.init_args.alpha` (`class_path: ranklit.metrics.RetrievalMetrics`)",
+    "model.multistage_chunk_size": "`model.multistage.init_args.chunk_size` (`ranklit.training.MultistageBackprop`)",
+    "model.multistage_gradient_clip_val": "`model.multistage.init_args.gradient_clip_val`",
 }
 
 
@@ -275,6 +297,38 @@ def _resolve(name: str) -> str:
     return name
 
 
+def renamed_keys(args: list[str]) -> list[str]:
+    """The keys of an older ranklit config among command-line options and ``--config`` files (``_RENAMED``).
+
+    >>> renamed_keys(["fit", "--data.batch_size=64", "--trainer.max_epochs", "3"])
+    ['data.batch_size']
+    """
+    found = []
+    for i, arg in enumerate(args):
+        if arg.startswith("--config"):
+            path = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            found += [key for key in _dotted_keys(path) if key in _RENAMED]
+        elif arg.startswith("--") and (key := arg[2:].split("=", 1)[0]) in _RENAMED:
+            found.append(key)
+    return list(dict.fromkeys(found))
+
+
+def _dotted_keys(path: str) -> list[str]:
+    """Every nested key of a YAML file as ``a.b.c`` (nothing when the file cannot be read: the parser reports it)."""
+    try:
+        tree = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    keys, stack = [], [("", tree)]
+    while stack:
+        prefix, node = stack.pop()
+        if isinstance(node, dict):
+            for name, value in node.items():
+                keys.append(f"{prefix}{name}")
+                stack.append((f"{prefix}{name}.", value))
+    return keys
+
+
 @contextmanager
 def _command_line(args: list[str]) -> Iterator[None]:
     """Run with ``sys.argv`` set to ``args``: LightningCLI then parses them as its own command line."""
@@ -299,7 +353,12 @@ def main(args: list[str] | None = None) -> None:
     if args[:1] == ["configs"]:
         _print_configs()
         return
-    with _command_line(resolve_config_paths(args)):
+    args = resolve_config_paths(args)
+    if old := renamed_keys(args):
+        moves = "; ".join(f"`{key}` is now {_RENAMED[key]}" for key in old)
+        sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
+        raise SystemExit(2)
+    with _command_line(args):
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,

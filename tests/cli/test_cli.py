@@ -77,6 +77,21 @@ def test_typo_inside_init_args_is_rejected_at_parse_time(
     assert f"'{key}' is not accepted" in capsys.readouterr().err
 
 
+def test_keys_of_an_older_config_are_refused_naming_the_new_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text("data:\n  dataset: CUB200\n  batch_size: 64\nmodel:\n  recall_at: [1, 2]\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", str(old), "--model.multistage_chunk_size=8"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    for key, new in [("data.dataset", "data.train_dataset"), ("data.batch_size", "data.batch_sampler"),
+                     ("model.recall_at", "model.metric.init_args.recall_at"),
+                     ("model.multistage_chunk_size", "model.multistage.init_args.chunk_size")]:  # fmt: skip
+        assert f"`{key}` is now" in err and new in err
+
+
 def test_top_level_optimizer_is_refused_with_the_key_to_use(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["fit", "--config", "quickstart.yaml", "--optimizer=torch.optim.SGD", "--optimizer.lr=0.1"])

@@ -46,8 +46,8 @@ def _rows(folder: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((folder / "runs/quickstart/version_0/metrics.csv").open()))
 
 
-def _weights(folder: Path) -> dict[str, torch.Tensor]:
-    return torch.load(folder / "runs/quickstart/version_0/checkpoints/last.ckpt", map_location="cpu")["state_dict"]
+def _checkpoint(folder: Path) -> dict:
+    return torch.load(folder / "runs/quickstart/version_0/checkpoints/last.ckpt", map_location="cpu")
 
 
 @pytest.mark.slow
@@ -70,8 +70,17 @@ def test_interrupted_quick_start_resumes_into_the_uninterrupted_run(tmp_path: Pa
     # `on_train_batch_end` (global step 3, logged as step 2) is lost: Lightning logs it after that hook.
     assert sorted(map(key, actual)) == sorted(k for k in map(key, expected) if k != (2, False))
     assert next(r["step"] for r in actual if r.get("val/map")) == "0"
-    for (name, want), got in zip(_weights(reference).items(), _weights(run).values(), strict=False):
-        torch.testing.assert_close(got, want, rtol=0, atol=1e-6, msg=name)
+    reference_state, run_state = _checkpoint(reference), _checkpoint(run)
+    for name, want in reference_state["state_dict"].items():
+        torch.testing.assert_close(run_state["state_dict"][name], want, rtol=0, atol=1e-6, msg=name)
+    (want_optimizer,), (got_optimizer,) = reference_state["optimizer_states"], run_state["optimizer_states"]
+    assert got_optimizer["param_groups"] == want_optimizer["param_groups"]
+    torch.testing.assert_close(got_optimizer["state"], want_optimizer["state"], rtol=0, atol=1e-6)
+    final = [{k: float(v) for k, v in r.items() if k.startswith("val/") and v} for r in (expected, actual)
+             for r in [[row for row in r if row.get("val/map")][-1]]]  # fmt: skip
+    assert final[0].keys() == final[1].keys() and len(final[0]) > 5
+    for key in final[0]:
+        assert final[1][key] == pytest.approx(final[0][key], abs=1e-6), key
 
 
 def test_ckpt_path_last_without_a_run_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:

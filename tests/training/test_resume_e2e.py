@@ -24,7 +24,7 @@ from ranklit.data import PKSampler, SyntheticHierarchy
 from ranklit.data.transforms import test_transform, train_transform
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
-from ranklit.training import CrossBatchMemory, FaultTolerance, ResumableTraining
+from ranklit.training import CrossBatchMemory, FaultTolerance, MultistageBackprop, ResumableTraining
 
 DATA = {"num_coarse": 2, "fine_per_parent": 4, "images_per_class": 4, "image_size": 32}
 EPOCHS, BATCHES = 2, 4
@@ -53,7 +53,9 @@ def _fit(tmp_path: Path, options: dict[str, Any], stop: _Stop, ckpt_path: str | 
                "val_dataloaders": DataLoader(val, batch_size=64)}
     net = EmbeddingNet("test_resnet", embedding_dim=8, pretrained=False)
     memory = CrossBatchMemory(size=12) if options.get("memory") else None
-    model = RetrievalModule(net, ROADMAPLoss(), memory=memory, multistage_chunk_size=options.get("multistage"))
+    chunk = options.get("multistage")
+    multistage = None if chunk is None else MultistageBackprop(chunk)
+    model = RetrievalModule(net, ROADMAPLoss(), memory=memory, multistage=multistage)
     trainer = L.Trainer(
         max_epochs=EPOCHS, accelerator="cpu", deterministic=True, logger=False, enable_progress_bar=False,
         enable_model_summary=False, num_sanity_val_steps=0, use_distributed_sampler=False,
