@@ -29,6 +29,7 @@ naming each key (Lightning would silently replace it by the checkpoint's value).
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,7 +119,8 @@ class RunConfigSaver(SaveConfigCallback):
         folder = Path(trainer.strategy.broadcast(str(run_directory(trainer))))
         if trainer.is_global_zero:
             folder.mkdir(parents=True, exist_ok=True)
-            self.parser.save(self.config, folder / self.config_filename, skip_none=False, overwrite=True)
+            text = self.parser.dump(self.config, skip_unset=False)  # nulls kept: the config reproduces the run
+            (folder / self.config_filename).write_text(text)
         self.already_saved = trainer.strategy.broadcast(True)
 
 
@@ -238,6 +240,11 @@ class RanklitCLI(LightningCLI):
         config = self.config[self.subcommand]
         if config.get("ckpt_path"):
             return  # a resumed run: its baseline was logged by the run that wrote the checkpoint
+        # FaultTolerance is an OnExceptionCheckpoint, so Lightning reads `ckpt_path=None` as "last", warns that "the
+        # last model of the previous fit call will be used", then that there is no last checkpoint. A fresh run's
+        # directory has none (a resumed run passes its checkpoint explicitly): both warnings would only mislead.
+        warnings.filterwarnings("ignore", message=r"`\.fit\(ckpt_path=None\)` was called without a model")
+        warnings.filterwarnings("ignore", message=r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint')
         if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
