@@ -9,8 +9,16 @@ from ranklit.data.category_sampler import CategorySampler
 from ranklit.data.datasets import *  # noqa: F403  (the dataset classes)
 from ranklit.data.datasets import __all__ as _dataset_names
 from ranklit.data.samplers import HierarchicalSampler, PKSampler
+from ranklit.data.uniform_sampler import UniformBatchSampler
 
-__all__ = ["CategorySampler", "HierarchicalSampler", "PKSampler", "RetrievalDataModule", *_dataset_names]  # noqa: F405 (lazy: see __getattr__)
+__all__ = [  # noqa: F405 (RetrievalDataModule is lazy: see __getattr__)
+    "CategorySampler",
+    "HierarchicalSampler",
+    "PKSampler",
+    "RetrievalDataModule",
+    "UniformBatchSampler",
+    *_dataset_names,
+]
 
 
 def __getattr__(name: str) -> Any:
