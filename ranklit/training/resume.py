@@ -175,6 +175,8 @@ class ResumableTraining(Callback):
         for sampler, sampler_state in zip(samplers, state["samplers"], strict=True):
             sampler.load_state_dict(sampler_state)
             sampler.set_epoch(trainer.current_epoch)  # Lightning's epoch wins (e.g. after `limit_train_batches`)
+        if samplers:  # Lightning cannot see the restored position (a DataLoader has no state_dict) and would warn
+            warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch")
         self._restore_memory(pl_module, state.get("memory"))
         trained = state["batches_trained"]
         fetcher = trainer.fit_loop._data_fetcher  # Lightning's training iterator, created before this hook
