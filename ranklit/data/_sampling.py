@@ -16,6 +16,7 @@ from torch.utils.data import Sampler
 
 __all__ = [
     "EpochBatchSampler",
+    "SeededIndex",
     "batches_per_rank",
     "cycled_permutation",
     "draw_classes",
@@ -152,6 +153,38 @@ class _EpochForwarder:
         self._owner.set_epoch(epoch)
 
 
+def _mix(*values: int) -> int:
+    """A 63-bit seed from integers (a fixed polynomial hash: the same on every machine, process and run)."""
+    seed = 0
+    for value in values:
+        seed = (seed * 0x9E3779B97F4A7C15 + value + 1) % (1 << 63)
+    return seed
+
+
+class SeededIndex(int):
+    """A dataset index carrying the seed of its sample's augmentation (``augmentation_seed``).
+
+    The ranklit batch samplers yield these: ranklit datasets run their transform under that seed, so an image gets the
+    same crop and flip whatever the loader worker, the process and whether the run was resumed (a worker's global
+    random state depends on when its iterator was created). It is an ``int`` everywhere else.
+
+    Example:
+        >>> index = SeededIndex(7, seed=123)
+        >>> index + 1, index.augmentation_seed
+        (8, 123)
+    """
+
+    augmentation_seed: int
+
+    def __new__(cls, index: int, seed: int) -> SeededIndex:
+        self = super().__new__(cls, index)
+        self.augmentation_seed = seed
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SeededIndex, (int(self), self.augmentation_seed)
+
+
 class EpochBatchSampler(Sampler[list[int]]):
     """Shared machinery: epoch seeding, rank split, length, resumable position, and the guard against Lightning's
     sampler injection.
@@ -211,8 +244,9 @@ class EpochBatchSampler(Sampler[list[int]]):
         mine = itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
         self._batches = 0 if start >= self.num_batches else start  # a finished position means a new pass
         for batch in itertools.islice(mine, self._batches, None):
+            number = self.rank + self._batches * self.world_size  # the batch's place in the epoch's plan
             self._batches += 1
-            yield batch
+            yield [SeededIndex(i, _mix(self.seed, epoch, number, slot)) for slot, i in enumerate(batch)]
 
     def state_dict(self) -> dict[str, int]:
         """The position (``epoch``, ``batches`` handed out) and the settings it depends on, as plain integers.

@@ -9,6 +9,7 @@ dataset is obtained. An image that fails to decode raises ``ValueError`` naming 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -84,8 +85,26 @@ def split_pool(split: str) -> tuple[str, ...]:
 
 
 def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[Any], Any] | None) -> dict[str, Any]:
-    """The item every ranklit dataset returns: ``{"image": transform(image), "label": label, "index": index}``."""
-    return {"image": image if transform is None else transform(image), "label": label, "index": index}
+    """The item every ranklit dataset returns: ``{"image": transform(image), "label": label, "index": index}``.
+
+    An ``index`` with an ``augmentation_seed`` (what the ranklit batch samplers yield, see
+    :class:`ranklit.data._sampling.SeededIndex`) runs the transform under that seed, with the global torch and Python
+    random states saved and restored around it: the same augmentation in every worker, process and resumed run.
+    """
+    seed = getattr(index, "augmentation_seed", None)
+    if transform is None:
+        return {"image": image, "label": label, "index": int(index)}
+    if seed is None:
+        return {"image": transform(image), "label": label, "index": int(index)}
+    python_state = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        try:
+            augmented = transform(image)
+        finally:
+            random.setstate(python_state)
+    return {"image": augmented, "label": label, "index": int(index)}
 
 
 class RetrievalDataset(Dataset):
@@ -165,8 +184,7 @@ class ImageRetrievalDataset(RetrievalDataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        index = int(index)
-        return retrieval_item(self._load(index), self.labels[index], index, self.transform)
+        return retrieval_item(self._load(int(index)), self.labels[int(index)], index, self.transform)
 
     def __repr__(self) -> str:
         return (

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.data.datasets.base import RetrievalDataset
+from ranklit.data.datasets.base import RetrievalDataset, retrieval_item
 
 __all__ = ["SyntheticHierarchy"]
 
@@ -175,9 +175,4 @@ class SyntheticHierarchy(RetrievalDataset):
         return int(self.labels.shape[0])
 
     def __getitem__(self, index: int) -> dict:
-        image = self.images[index]
-        return {
-            "image": self.transform(image) if self.transform is not None else image,
-            "label": self.labels[index],
-            "index": index,
-        }
+        return retrieval_item(self.images[int(index)], self.labels[int(index)], index, self.transform)
