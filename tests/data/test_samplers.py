@@ -258,7 +258,8 @@ def _ddp_worker(rank: int, folder: str, labels: torch.Tensor) -> None:
     try:
         sampler = PKSampler(labels, 3, 2, seed=7)  # rank and world size from the process group
         sampler.set_epoch(2)
-        torch.save({"len": len(sampler), "batches": [[int(i) for i in batch] for batch in sampler]}, f"{folder}/rank{rank}.pt")
+        batches = [[int(i) for i in batch] for batch in sampler]
+        torch.save({"len": len(sampler), "batches": batches}, f"{folder}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 

@@ -1,10 +1,11 @@
 """End to end: a run interrupted (Ctrl-C, SIGTERM) and resumed equals the uninterrupted run, step for step.
 
-Each scenario trains ``RetrievalModule`` for 2 epochs of 4 P×K batches on the synthetic hierarchy, with random
-crops and flips (in the main process, or in 2 loader workers), a validation per epoch, and ``ResumableTraining`` + ``FaultTolerance``. The interrupted run stops
-twice (``KeyboardInterrupt`` raised from a callback, ``SIGTERM`` sent to the process), each time resuming from the
-checkpoint saved on the way out in a fresh process state (other global seed, new objects). The final weights,
-buffers and optimiser state, and the sample ids of every trained batch, equal those of the uninterrupted run.
+Each scenario trains ``RetrievalModule`` for 2 epochs of 4 P×K batches on the synthetic hierarchy, with random crops and
+flips (in the main process, or in 2 loader workers), a validation per epoch, and ``ResumableTraining`` +
+``FaultTolerance``. The interrupted run stops twice (``KeyboardInterrupt`` raised from a callback, ``SIGTERM`` sent to
+the process), each time resuming from the checkpoint saved on the way out in a fresh process state (other global seed,
+new objects). The final weights, buffers and optimiser state, and the sample ids of every trained batch, equal those of
+the uninterrupted run.
 """
 
 from __future__ import annotations
