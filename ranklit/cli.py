@@ -46,6 +46,7 @@ from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
 from ranklit.training import FaultTolerance, ResumableTraining
+from ranklit.training.faults import stopped_by_ctrl_c
 from ranklit.training.runs import RESUMABLE, changed_settings, continue_metrics_csv, latest_checkpoint, latest_version
 
 __all__ = ["RanklitCLI", "config_dir", "list_configs", "main", "resolve_config_paths", "run_directory"]
@@ -337,6 +338,17 @@ def _dotted_keys(path: str) -> list[str]:
 
 
 @contextmanager
+def _exit_code_of_ctrl_c() -> Iterator[None]:
+    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0)."""
+    try:
+        yield
+    except SystemExit as stop:
+        if stop.code in (None, 0) and stopped_by_ctrl_c():
+            raise SystemExit(130) from None
+        raise
+
+
+@contextmanager
 def _command_line(args: list[str]) -> Iterator[None]:
     """Run with ``sys.argv`` set to ``args``: LightningCLI then parses them as its own command line."""
     saved = sys.argv
@@ -365,7 +377,7 @@ def main(args: list[str] | None = None) -> None:
         moves = "; ".join(f"`{key}` is now {_RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
-    with _command_line(args):
+    with _command_line(args), _exit_code_of_ctrl_c():
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,

@@ -6,8 +6,10 @@
   written, so no checkpoint with non-finite weights is ever saved (a ``ModelCheckpoint`` save fails instead). The
   gradient check is skipped under fp16 mixed precision, whose loss scaler produces and skips non-finite gradients.
 * **Interruptions.** On any other exception the current state is saved to ``dirpath/filename.ckpt`` before the
-  exception continues, e.g. a corrupt training image (the error names the file), ``KeyboardInterrupt`` (Ctrl-C) or
-  ``SIGTERM`` (Lightning stops at the end of the current batch, then this callback saves). Resume with
+  exception continues, e.g. a corrupt training image (the error names the file), ``SIGTERM`` (Lightning stops at the
+  end of the current batch, then this callback saves) or a ``KeyboardInterrupt``. During training the first Ctrl-C
+  (``SIGINT``) is turned into that ``SIGTERM`` stop, so the checkpoint falls between two batches and the resumed run
+  is exact wherever the key was pressed; a second Ctrl-C stops at once. Resume with
   ``trainer.fit(..., ckpt_path="last")`` (this checkpoint or ``last.ckpt``, whichever is newer) or its path; with
   :class:`ranklit.training.ResumableTraining` the resumed run equals the uninterrupted one. Under several processes
   only a ``SIGTERM`` (which Lightning hands to every rank at the same batch) is saved: an exception on one rank
@@ -21,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,16 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
-__all__ = ["FaultTolerance", "first_non_finite"]
+__all__ = ["FaultTolerance", "first_non_finite", "stopped_by_ctrl_c"]
+
+_ctrl_c_stops: list[bool] = [False]  # set by the first Ctrl-C of a run (see `FaultTolerance`)
+
+
+def stopped_by_ctrl_c() -> bool:
+    """Whether the last run of this process was stopped by Ctrl-C through :class:`FaultTolerance`: Lightning then
+    ends it as a ``SIGTERM`` stop (exit code 0), and the ``ranklit`` command exits with 130 instead, as an
+    interrupted command does."""
+    return _ctrl_c_stops[0]
 
 
 def first_non_finite(tensors: Iterable[tuple[str, Tensor | None]]) -> str | None:
@@ -70,6 +83,30 @@ class FaultTolerance(OnExceptionCheckpoint):
         if isinstance(check_every_n_steps, bool) or not isinstance(check_every_n_steps, int) or check_every_n_steps < 1:
             raise ValueError(f"`check_every_n_steps` must be a positive integer, got {check_every_n_steps!r}.")
         self.check_every_n_steps = check_every_n_steps
+        self._ctrl_c = False
+        self._previous_sigint: Any = None
+
+    @override
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._ctrl_c = _ctrl_c_stops[0] = False
+        lightning_handles_sigterm = callable(signal.getsignal(signal.SIGTERM))
+        if threading.current_thread() is threading.main_thread() and lightning_handles_sigterm:
+            self._previous_sigint = signal.signal(signal.SIGINT, self._first_ctrl_c)
+
+    def _first_ctrl_c(self, signum: int, frame: Any) -> None:
+        self._restore_sigint()  # a second Ctrl-C raises KeyboardInterrupt at once
+        self._ctrl_c = _ctrl_c_stops[0] = True
+        rank_zero_info("Ctrl-C: stopping after this batch to save an exact checkpoint (Ctrl-C again: stop now).")
+        signal.raise_signal(signal.SIGTERM)  # Lightning's handler: stop at the end of the batch
+
+    def _restore_sigint(self) -> None:
+        if self._previous_sigint is not None:
+            signal.signal(signal.SIGINT, self._previous_sigint)
+            self._previous_sigint = None
+
+    @override
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._restore_sigint()
 
     def _due(self, trainer: L.Trainer) -> bool:
         return trainer.global_step % self.check_every_n_steps == 0
@@ -116,6 +153,7 @@ class FaultTolerance(OnExceptionCheckpoint):
 
     @override
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        self._restore_sigint()
         if isinstance(exception, FloatingPointError):
             return  # the state holds non-finite numbers: keep the last good checkpoint
         if trainer.world_size > 1 and not isinstance(exception, SIGTERMException):
@@ -123,6 +161,7 @@ class FaultTolerance(OnExceptionCheckpoint):
             return
         trainer.save_checkpoint(self.ckpt_path)
         rank_zero_info(
-            f"Training interrupted by {type(exception).__name__} at global step {trainer.global_step}; "
+            f"Training interrupted by {'Ctrl-C' if self._ctrl_c else type(exception).__name__} at "
+            f"global step {trainer.global_step}; "
             f"resumable checkpoint saved to {self.ckpt_path} (resume with `ckpt_path={self.ckpt_path!r}` or 'last')."
         )

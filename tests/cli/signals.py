@@ -12,15 +12,14 @@ from typing_extensions import override
 
 
 class SignalAt(Callback):
-    """Sends ``signal`` (``"SIGINT"``, ``"SIGTERM"``) to this process at the end of the batch that makes the global step
-    ``step``: ``SIGINT`` raises ``KeyboardInterrupt`` there (Ctrl-C), Lightning stops after the batch on ``SIGTERM``."""
+    """Sends ``signal`` (``"SIGINT"``, ``"SIGTERM"``) to this process during training step ``step`` (1-based),
+    between its forward and its backward pass: an interruption in the middle of a step, as a real Ctrl-C or a
+    scheduler's preemption mostly is."""
 
     def __init__(self, step: int, signal: str = "SIGINT") -> None:
         self.step, self.signal = step, signal
 
     @override
-    def on_train_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
-    ) -> None:
-        if trainer.global_step == self.step:
+    def on_before_backward(self, trainer: L.Trainer, pl_module: L.LightningModule, loss: Any) -> None:
+        if trainer.global_step + 1 == self.step:
             os.kill(os.getpid(), getattr(signal, self.signal))
