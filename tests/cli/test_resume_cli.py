@@ -1,10 +1,10 @@
 """Resuming through the CLI: an interrupted quick start resumed with ``--resume true`` equals the uninterrupted run.
 
-The quick start trains 2 epochs of 4 batches with a validation per epoch and a ``metrics.csv`` row per step. One run
-is interrupted by Ctrl-C (``SIGINT``) in the middle of step 3 (between its forward and backward passes), resumed,
-interrupted by ``SIGTERM`` in the middle of step 6 and resumed again, each time with the same command plus ``--resume true``: its last weights equal those of
-the uninterrupted run, and its ``metrics.csv`` holds each row of the uninterrupted run exactly once (one baseline at
-step 0, none on resume).
+The quick start trains 2 epochs of 4 batches with a validation per epoch and a ``metrics.csv`` row per step. One run is
+interrupted by Ctrl-C (``SIGINT``) in the middle of step 3 (between its forward and backward passes), resumed,
+interrupted by ``SIGTERM`` in the middle of step 6 and resumed again, each time with the same command plus ``--resume
+true``: its last weights equal those of the uninterrupted run, and its ``metrics.csv`` holds each row of the
+uninterrupted run exactly once (one baseline at step 0, none on resume).
 """
 
 from __future__ import annotations
