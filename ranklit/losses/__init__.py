@@ -1,18 +1,17 @@
 """Ranking losses as ``nn.Module`` (no Lightning import)."""
 
 from ranklit.losses.base import BinaryRetrievalLoss, EmbeddingLoss, RetrievalLoss
+from ranklit.losses.binned_ap import FastAPLoss, SoftBinAPLoss
 from ranklit.losses.blackbox import BlackBoxAPLoss
 from ranklit.losses.calibration import CalibrationLoss
 from ranklit.losses.cluster import ClusterLoss
 from ranklit.losses.composite import ROADMAPLoss
 from ranklit.losses.csl import CSLLoss
-from ranklit.losses.fastap import FastAPLoss
-from ranklit.losses.happier import HAPLoss, HAPPIERLoss
+from ranklit.losses.hap import HAPLoss, HAPPIERLoss
 from ranklit.losses.level_sum import LevelSumLoss
 from ranklit.losses.pair import ContrastiveLoss, TripletLoss
 from ranklit.losses.proxy import NormSoftmaxLoss, ProxyNCAPPLoss
-from ranklit.losses.smooth_ap import SmoothAPLoss, SupAPLoss
-from ranklit.losses.softbin import SoftBinAPLoss
+from ranklit.losses.smooth_rank import SmoothAPLoss, SupAPLoss
 
 __all__ = [
     # base classes
