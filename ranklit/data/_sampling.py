@@ -27,6 +27,7 @@ __all__ = [
     "eligible_classes",
     "label_matrix",
     "positive_int",
+    "option",
     "process_group",
 ]
 
@@ -54,6 +55,15 @@ def label_matrix(labels: Tensor | Sequence[int] | Sequence[Sequence[int]], min_c
         expected = "[N] or [N, L]" if min_columns == 1 else f"[N, L] with L >= {min_columns} (fine, coarser...)"
         raise ValueError(f"`labels` must be a non-empty {expected} tensor, got shape {tuple(labels.shape)}.")
     return matrix.long()
+
+
+def option(name: str) -> str:
+    """A sampler option as a message names it, with its key under the ``ranklit`` CLI.
+
+    >>> option("p")
+    '`p` (CLI: `--data.batch_sampler.init_args.p`)'
+    """
+    return f"`{name}` (CLI: `--data.batch_sampler.init_args.{name}`)"
 
 
 def positive_int(value: int, name: str) -> int:
@@ -138,7 +148,7 @@ def batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what:
     if per_rank < 1:
         raise ValueError(
             f"{what} give {num_batches:g} full batch(es) per epoch, fewer than world_size={world_size}; "
-            "use a smaller `p`, or `drop_last=False`."
+            f"use a smaller {option('p')}, or `drop_last=False`."
         )
     return per_rank
 

@@ -15,6 +15,7 @@ from ranklit.data._sampling import (
     draw_classes,
     eligible_classes,
     group_by_super_class,
+    option,
 )
 from ranklit.data.samplers import SmallClasses
 
@@ -83,7 +84,7 @@ class CategorySampler(EpochBatchSampler):
             raise ValueError(
                 f"CategorySampler needs a category with {half} usable fine classes (found "
                 f"{len(self._categories)}) and {half} usable classes without a category (found {len(self._without)}); "
-                "lower `p`, or use `PKSampler`/`HierarchicalSampler`."
+                f"lower {option('p')}, or use `PKSampler`/`HierarchicalSampler`."
             )
         self.small_classes = small_classes
         self._batches_per_category = [

@@ -32,6 +32,7 @@ from ranklit.data._sampling import (
     eligible_classes,
     group_by_super_class,
     label_matrix,
+    option,
     positive_int,
 )
 
@@ -97,12 +98,14 @@ class PKSampler(EpochBatchSampler):
         members = class_members(label_matrix(labels, 1)[:, 0])
         eligible = eligible_classes(members, self.k, small_classes, "PKSampler")
         if not eligible:
-            raise ValueError(f"PKSampler: no class has k={self.k} images; lower `k` or use `small_classes='replace'`.")
+            raise ValueError(
+                f"PKSampler: no class has k={self.k} images; lower {option('k')} or use `small_classes='replace'`."
+            )
         if len(eligible) < self.p:
             warnings.warn(
                 f"PKSampler: {len(eligible)} classes with usable images, fewer than p={self.p}: every batch takes all "
-                f"{len(eligible)} classes ({len(eligible)} x k={self.k} images). Lower `p` (CLI: "
-                "`--data.batch_sampler.init_args.p`) to silence this warning.",
+                f"{len(eligible)} classes ({len(eligible)} x k={self.k} images). Lower {option('p')} to silence this "
+                "warning.",
                 stacklevel=2,
             )
             self.p, self.batch_size = len(eligible), len(eligible) * self.k
@@ -184,8 +187,7 @@ class HierarchicalSampler(EpochBatchSampler):
         owner = "HierarchicalSampler"
         self._supers = group_by_super_class(members, supers_of_class, usable, half, owner, "super-classes")
         if len(self._supers) < 2:
-            found = f"{half} usable fine classes, found {len(self._supers)}; lower `p` or use `PKSampler`"
-            found += " (CLI: `--data.batch_sampler.init_args.p`, `--data.batch_sampler ranklit.data.PKSampler`)"
+            found = f"{half} usable fine classes, found {len(self._supers)}; lower {option('p')} or use `PKSampler`"
             raise ValueError(f"HierarchicalSampler needs at least 2 super-classes with {found}.")
         self.small_classes = small_classes
         self.num_super_classes, self.num_classes = len(self._supers), sum(len(fine) for fine in self._supers)
