@@ -338,14 +338,23 @@ def _dotted_keys(path: str) -> list[str]:
 
 
 @contextmanager
-def _exit_code_of_ctrl_c() -> Iterator[None]:
-    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0)."""
+def _exit_codes() -> Iterator[None]:
+    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0), and with
+    2 and the reader's own message when a dataset's file is missing (jsonargparse wraps it in a long type error)."""
     try:
         yield
     except SystemExit as stop:
         if stop.code in (None, 0) and stopped_by_ctrl_c():
             raise SystemExit(130) from None
         raise
+    except (ValueError, TypeError) as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, FileNotFoundError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        sys.stderr.write(f"error: {cause}\n")
+        raise SystemExit(2) from None
 
 
 @contextmanager
@@ -377,7 +386,7 @@ def main(args: list[str] | None = None) -> None:
         moves = "; ".join(f"`{key}` is now {_RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
-    with _command_line(args), _exit_code_of_ctrl_c():
+    with _command_line(args), _exit_codes():
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,

@@ -92,6 +92,15 @@ def test_keys_of_an_older_config_are_refused_naming_the_new_ones(
         assert f"`{key}` is now" in err and new in err
 
 
+def test_missing_dataset_folder_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "roadmap_cub.yaml", f"--data.root={tmp_path / 'missing'}", *TINY[:2]])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: CUB200: dataset folder {tmp_path / 'missing'} does not exist. Expected layout" in err
+    assert "Union" not in err
+
+
 def test_top_level_optimizer_is_refused_with_the_key_to_use(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["fit", "--config", "quickstart.yaml", "--optimizer=torch.optim.SGD", "--optimizer.lr=0.1"])
