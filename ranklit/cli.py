@@ -35,94 +35,35 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-from lightning.pytorch import Callback, LightningModule, Trainer
-from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
+from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
 from ranklit.training import FaultTolerance, ResumableTraining
 from ranklit.training.faults import stopped_by_ctrl_c
-from ranklit.training.runs import RESUMABLE, changed_settings, continue_metrics_csv, latest_checkpoint, latest_version
+from ranklit.training.runs import (
+    RESUMABLE,
+    RunConfigSaver,
+    changed_settings,
+    continue_metrics_csv,
+    latest_checkpoint,
+    latest_version,
+    run_directory,
+)
 
-__all__ = ["RanklitCLI", "config_dir", "list_configs", "main", "resolve_config_paths", "run_directory"]
+__all__ = ["RanklitCLI", "main"]
 
 _DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 _MOVED = {
     "optimizer": "--model.optimizer",
     "lr_scheduler": "--model.lr_scheduler",
 }
-_SAMPLER = "`data.batch_sampler` (`class_path: ranklit.data.PKSampler`, `init_args: {p: 8, k: 4, ...}`)"
-_DATASET = "`data.train_dataset`/`val_dataset`/`test_dataset`/`gallery_dataset` (`class_path` + `init_args`)"
-_RENAMED = {  # keys of ranklit 0.1 configs and where their setting lives now
-    "data.dataset": _DATASET,
-    "data.dataset_options": f"the `init_args` of {_DATASET}",
-    "data.train_split": "`data.train_dataset.init_args.split`",
-    "data.val_split": "`data.val_dataset.init_args.split` (`data.val_dataset: null`: no validation)",
-    "data.test_split": "`data.test_dataset.init_args.split` (default: the validation set)",
-    "data.gallery_split": "`data.gallery_dataset.init_args.split`",
-    "data.batch_size": f"`p` × `k` of {_SAMPLER}",
-    "data.samples_per_class": f"`k` of {_SAMPLER}",
-    "data.sampler": f"the `class_path` of {_SAMPLER}",
-    "data.batches_per_super_pair": "`data.batch_sampler.init_args.batches_per_super_pair` (HierarchicalSampler)",
-    "data.batches_per_epoch": "`data.batch_sampler.init_args.batches_per_epoch` (PKSampler)",
-    "data.small_classes": "`data.batch_sampler.init_args.small_classes`",
-    "data.seed": "`data.batch_sampler.init_args.seed`",
-    "model.recall_at": "`model.metric.init_args.recall_at` (`class_path: ranklit.metrics.RetrievalMetrics`)",
-    "model.hap_alpha": "`model.metric.init_args.alpha` (`class_path: ranklit.metrics.RetrievalMetrics`)",
-    "model.multistage_chunk_size": "`model.multistage.init_args.chunk_size` (`ranklit.training.MultistageBackprop`)",
-    "model.multistage_gradient_clip_val": "`model.multistage.init_args.gradient_clip_val`",
-}
-
-
-def config_dir() -> Path:
-    """The shipped configs: ``ranklit/configs`` inside an installed wheel, else the source checkout's ``configs/``."""
-    package = Path(__file__).resolve().parent
-    packaged = package / "configs"
-    return packaged if packaged.is_dir() else package.parent / "configs"
-
-
-def list_configs() -> list[tuple[str, str]]:
-    """``(name, description)`` of every shipped config; the description is the config's first comment line.
-
-    >>> dict(list_configs())["quickstart.yaml"].startswith("Quick start")
-    True
-    """
-    rows = []
-    for path in sorted(config_dir().glob("*.yaml")):
-        first = path.read_text().splitlines()[0] if path.stat().st_size else ""
-        rows.append((path.name, first.lstrip("# ").strip()))
-    return rows
-
-
-def run_directory(trainer: Trainer) -> Path:
-    """The directory of a run: ``<save_dir>/<name>/<version>`` of the first logger (as Lightning's
-    ``ModelCheckpoint`` resolves it for ``checkpoints/``), or ``default_root_dir`` without a logger."""
-    if not trainer.loggers:
-        return Path(trainer.default_root_dir)
-    logger = trainer.loggers[0]
-    version = logger.version if isinstance(logger.version, str) else f"version_{logger.version}"
-    return Path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version
-
-
-class RunConfigSaver(SaveConfigCallback):
-    """Writes the resolved config as ``config.yaml`` into the run's own directory (:func:`run_directory`), so runs
-    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config."""
-
-    @override
-    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        if self.already_saved:
-            return
-        folder = Path(trainer.strategy.broadcast(str(run_directory(trainer))))
-        if trainer.is_global_zero:
-            folder.mkdir(parents=True, exist_ok=True)
-            text = self.parser.dump(self.config, skip_unset=False)  # nulls kept: the config reproduces the run
-            (folder / self.config_filename).write_text(text)
-        self.already_saved = trainer.strategy.broadcast(True)
 
 
 class RanklitCLI(LightningCLI):
@@ -280,63 +221,6 @@ def _run_folder(config: Any, experiment: Path | None, version: int | str | None)
     return experiment / (version if isinstance(version, str) else f"version_{version}")
 
 
-def resolve_config_paths(args: list[str]) -> list[str]:
-    """Replace ``--config NAME`` by the shipped config ``NAME`` when ``NAME`` is not a file relative to the
-    working directory.
-
-    >>> resolve_config_paths(["fit", "--config", "quickstart.yaml"])[-1].endswith("configs/quickstart.yaml")
-    True
-    """
-    resolved = list(args)
-    for i, arg in enumerate(resolved):
-        if arg == "--config" and i + 1 < len(resolved):
-            resolved[i + 1] = _resolve(resolved[i + 1])
-        elif arg.startswith("--config="):
-            resolved[i] = "--config=" + _resolve(arg.split("=", 1)[1])
-    return resolved
-
-
-def _resolve(name: str) -> str:
-    if Path(name).exists():
-        return name
-    for candidate in (config_dir() / name, config_dir() / Path(name).name):
-        if candidate.exists():
-            return str(candidate)
-    return name
-
-
-def renamed_keys(args: list[str]) -> list[str]:
-    """The keys of an older ranklit config among command-line options and ``--config`` files (``_RENAMED``).
-
-    >>> renamed_keys(["fit", "--data.batch_size=64", "--trainer.max_epochs", "3"])
-    ['data.batch_size']
-    """
-    found = []
-    for i, arg in enumerate(args):
-        if arg.startswith("--config"):
-            path = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
-            found += [key for key in _dotted_keys(path) if key in _RENAMED]
-        elif arg.startswith("--") and (key := arg[2:].split("=", 1)[0]) in _RENAMED:
-            found.append(key)
-    return list(dict.fromkeys(found))
-
-
-def _dotted_keys(path: str) -> list[str]:
-    """Every nested key of a YAML file as ``a.b.c`` (nothing when the file cannot be read: the parser reports it)."""
-    try:
-        tree = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return []
-    keys, stack = [], [("", tree)]
-    while stack:
-        prefix, node = stack.pop()
-        if isinstance(node, dict):
-            for name, value in node.items():
-                keys.append(f"{prefix}{name}")
-                stack.append((f"{prefix}{name}.", value))
-    return keys
-
-
 @contextmanager
 def _exit_codes() -> Iterator[None]:
     """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0), and with
@@ -368,22 +252,15 @@ def _command_line(args: list[str]) -> Iterator[None]:
         sys.argv = saved
 
 
-def _print_configs() -> None:
-    rows = list_configs()
-    width = max(len(name) for name, _ in rows)
-    lines = [f"Configs shipped with ranklit ({config_dir()}); run one with `ranklit fit --config NAME`:", ""]
-    sys.stdout.write("\n".join([*lines, *(f"  {name:<{width}}  {text}" for name, text in rows)]) + "\n")
-
-
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
     args = sys.argv[1:] if args is None else list(args)
     if args[:1] == ["configs"]:
-        _print_configs()
+        print_configs()
         return
     args = resolve_config_paths(args)
     if old := renamed_keys(args):
-        moves = "; ".join(f"`{key}` is now {_RENAMED[key]}" for key in old)
+        moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
     with _command_line(args), _exit_codes():

@@ -13,9 +13,20 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
+from typing_extensions import override
 
-__all__ = ["RESUMABLE", "changed_settings", "continue_metrics_csv", "latest_checkpoint", "latest_version"]
+__all__ = [
+    "RESUMABLE",
+    "RunConfigSaver",
+    "changed_settings",
+    "continue_metrics_csv",
+    "latest_checkpoint",
+    "latest_version",
+    "run_directory",
+]
 
 #: The checkpoints a run is resumed from, in its ``checkpoints/`` folder (the newest wins).
 RESUMABLE = ("last.ckpt", "interrupted.ckpt")
@@ -87,3 +98,29 @@ def continue_metrics_csv(logger: CSVLogger) -> None:
         writer = logger.experiment  # created now: it removes the file
     writer.metrics = rows
     writer.save()
+
+
+def run_directory(trainer: Trainer) -> Path:
+    """The directory of a run: ``<save_dir>/<name>/<version>`` of the first logger (as Lightning's
+    ``ModelCheckpoint`` resolves it for ``checkpoints/``), or ``default_root_dir`` without a logger."""
+    if not trainer.loggers:
+        return Path(trainer.default_root_dir)
+    logger = trainer.loggers[0]
+    version = logger.version if isinstance(logger.version, str) else f"version_{logger.version}"
+    return Path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version
+
+
+class RunConfigSaver(SaveConfigCallback):
+    """Writes the resolved config as ``config.yaml`` into the run's own directory (:func:`run_directory`), so runs
+    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config."""
+
+    @override
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if self.already_saved:
+            return
+        folder = Path(trainer.strategy.broadcast(str(run_directory(trainer))))
+        if trainer.is_global_zero:
+            folder.mkdir(parents=True, exist_ok=True)
+            text = self.parser.dump(self.config, skip_unset=False)  # nulls kept: the config reproduces the run
+            (folder / self.config_filename).write_text(text)
+        self.already_saved = trainer.strategy.broadcast(True)

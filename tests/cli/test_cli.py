@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ranklit.cli import config_dir, main
+from ranklit.cli import main
+from ranklit.config_files import config_dir
 from tests.tiny import synthetic_args
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))
