@@ -282,24 +282,34 @@ class EpochBatchSampler(Sampler[list[int]]):
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Resume at the position of :meth:`state_dict` (``batches`` may be replaced by the batches trained).
 
+        A position at the end of an epoch resumes at the start of the next one, which is planned afresh: there the
+        number of processes (``trainer.devices`` × ``trainer.num_nodes``) and the epoch length may change. Inside an
+        epoch they must be the interrupted run's, since its remaining batches were dealt to its ranks.
+
         Raises:
-            ValueError: ``state`` lacks a key, holds a negative position, or comes from a sampler with another seed,
-                number of batches or world size (its batches would not be the interrupted run's).
+            ValueError: ``state`` lacks a key, holds a negative position, comes from a sampler with another seed, or,
+                inside an epoch, with another number of batches or world size.
         """
         missing = sorted({"epoch", "batches", "seed", "num_batches", "world_size"} - set(state))
         if missing:
             raise ValueError(f"`state` of {type(self).__name__} lacks {missing}; pass what `state_dict()` returned.")
-        for key in ("seed", "num_batches", "world_size"):
-            if int(state[key]) != getattr(self, key):
-                raise ValueError(
-                    f"`state` was saved by a {type(self).__name__} with {key}={int(state[key])}, this one has "
-                    f"{key}={getattr(self, key)}: resume with the sampler settings (and number of processes) of the "
-                    "interrupted run."
-                )
         epoch, batches = int(state["epoch"]), int(state["batches"])
         if epoch < 0 or batches < 0:
             raise ValueError(f"`state` holds a negative position: epoch={epoch}, batches={batches}.")
-        self.epoch, self._batches = (epoch + 1, 0) if batches >= self.num_batches else (epoch, batches)
+        finished = batches >= int(state["num_batches"])
+        for key in ("seed",) if finished else ("seed", "world_size", "num_batches"):
+            if int(state[key]) != getattr(self, key):
+                hint = (
+                    "the number of processes (`trainer.devices` x `trainer.num_nodes`) may change only at the end of "
+                    "an epoch: resume with the interrupted run's to finish this one"
+                    if key == "world_size"
+                    else "resume with the sampler settings of the interrupted run"
+                )
+                raise ValueError(
+                    f"`state` was saved by a {type(self).__name__} with {key}={int(state[key])} at batch {batches} "
+                    f"of epoch {epoch}, this one has {key}={getattr(self, key)}: {hint}."
+                )
+        self.epoch, self._batches = (epoch + 1, 0) if finished else (epoch, batches)
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         raise NotImplementedError

@@ -106,3 +106,19 @@ def test_mismatched_state_is_rejected(change: dict, match: str) -> None:
     state = {k: v for k, v in (sampler.state_dict() | change).items() if v is not None}
     with pytest.raises(ValueError, match=match):
         sampler.load_state_dict(state)
+
+
+def test_the_number_of_processes_may_change_at_the_end_of_an_epoch_only() -> None:
+    two = [FACTORIES["pk"](rank=r, world_size=2) for r in (0, 1)]
+    for sampler in two:
+        list(sampler)  # epoch 0 finished on both ranks
+    one = FACTORIES["pk"](rank=0, world_size=1)
+    one.load_state_dict(two[0].state_dict())
+    reference = FACTORIES["pk"](rank=0, world_size=1)
+    reference.set_epoch(1)
+    assert list(one) == list(reference)  # epoch 1, dealt to the single process
+    middle = FACTORIES["pk"](rank=0, world_size=2)
+    next(iter(middle))
+    with pytest.raises(ValueError, match=r"world_size=2 at batch 1 of epoch 0.*trainer.devices"):
+        FACTORIES["pk"](rank=0, world_size=1).load_state_dict(middle.state_dict())
+
