@@ -83,19 +83,18 @@ class FaultTolerance(OnExceptionCheckpoint):
         if isinstance(check_every_n_steps, bool) or not isinstance(check_every_n_steps, int) or check_every_n_steps < 1:
             raise ValueError(f"`check_every_n_steps` must be a positive integer, got {check_every_n_steps!r}.")
         self.check_every_n_steps = check_every_n_steps
-        self._ctrl_c = False
         self._previous_sigint: Any = None
 
     @override
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._ctrl_c = _ctrl_c_stops[0] = False
+        _ctrl_c_stops[0] = False
         lightning_handles_sigterm = callable(signal.getsignal(signal.SIGTERM))
         if threading.current_thread() is threading.main_thread() and lightning_handles_sigterm:
             self._previous_sigint = signal.signal(signal.SIGINT, self._first_ctrl_c)
 
     def _first_ctrl_c(self, signum: int, frame: Any) -> None:
         self._restore_sigint()  # a second Ctrl-C raises KeyboardInterrupt at once
-        self._ctrl_c = _ctrl_c_stops[0] = True
+        _ctrl_c_stops[0] = True
         rank_zero_info("Ctrl-C: stopping after this batch to save an exact checkpoint (Ctrl-C again: stop now).")
         signal.raise_signal(signal.SIGTERM)  # Lightning's handler: stop at the end of the batch
 
@@ -161,7 +160,7 @@ class FaultTolerance(OnExceptionCheckpoint):
             return
         trainer.save_checkpoint(self.ckpt_path)
         rank_zero_info(
-            f"Training interrupted by {'Ctrl-C' if self._ctrl_c else type(exception).__name__} at "
+            f"Training interrupted by {'Ctrl-C' if stopped_by_ctrl_c() else type(exception).__name__} at "
             f"global step {trainer.global_step}; "
             f"resumable checkpoint saved to {self.ckpt_path} (resume with `ckpt_path={self.ckpt_path!r}` or 'last')."
         )

@@ -92,19 +92,18 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     random states saved and restored around it: the same augmentation in every worker, process and resumed run.
     """
     seed = getattr(index, "augmentation_seed", None)
-    if transform is None:
-        return {"image": image, "label": label, "index": int(index)}
-    if seed is None:
-        return {"image": transform(image), "label": label, "index": int(index)}
-    python_state = random.getstate()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        random.seed(seed)
-        try:
-            augmented = transform(image)
-        finally:
-            random.setstate(python_state)
-    return {"image": augmented, "label": label, "index": int(index)}
+    if transform is not None and seed is None:
+        image = transform(image)
+    elif transform is not None:
+        python_state = random.getstate()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            random.seed(seed)
+            try:
+                image = transform(image)
+            finally:
+                random.setstate(python_state)
+    return {"image": image, "label": label, "index": int(index)}
 
 
 class RetrievalDataset(Dataset):
