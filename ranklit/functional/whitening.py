@@ -11,8 +11,9 @@ the default ``power = 0.25`` is the square-rooted PCA of the paper: each compone
 variance, which damps the dominant directions without blowing up the weak ones. Eigenvalues below ``1e-6`` times the
 largest are raised to that floor, so near-empty directions are not amplified into noise.
 
-Use (the listwise-AP config): embed the training set with ``ranklit predict --data.test_split train``, learn the
-whitening from those embeddings, apply it to query and gallery embeddings before
+Use (the listwise-AP config, whose header comment gives the commands): embed the training set with ``ranklit
+predict`` and the training images as ``--data.test_dataset`` (``--data.test_dataset.init_args.split train``), learn
+the whitening from those embeddings, apply it to query and gallery embeddings before
 :func:`ranklit.functional.revisited_map`.
 """
 

@@ -52,6 +52,11 @@ class ProxyNCAPPLoss(ClusterLoss):
         temperature: ``T`` (1/9) of the squared-distance softmax.
         normalize: L2-normalise the embeddings first (default ``True``; the identity above assumes unit vectors).
 
+    Attributes:
+        distance_temperature: ``T``, the ``temperature`` argument (what ``repr`` shows).
+        temperature: ``T / 2``, the temperature of the equivalent cosine softmax that :class:`ClusterLoss` computes
+            (not the argument: ``ProxyNCAPPLoss(temperature=0.2).temperature == 0.1``).
+
     Example:
         >>> import torch
         >>> _ = torch.manual_seed(0)

@@ -1,7 +1,8 @@
 """Manual optimisation for multistage backprop in Lightning: one optimiser step, DDP sync, clipping, LR schedulers.
 
 Multistage backprop runs several backward passes per optimiser step, so :class:`ranklit.models.RetrievalModule`
-switches to Lightning's manual optimisation when ``multistage_chunk_size`` is set. Lightning then neither clips
+switches to Lightning's manual optimisation when it is given a ``multistage``
+(:class:`ranklit.training.MultistageBackprop`, config key ``model.multistage``). Lightning then neither clips
 gradients (``trainer.gradient_clip_val`` is rejected), nor steps learning-rate schedulers, nor lets DDP average
 gradients across several backward passes; this module does all three so that a multistage run behaves like an
 automatic one:
@@ -9,7 +10,7 @@ automatic one:
 * :func:`prepare_ddp` switches DDP's gradient hooks off (they expect one backward pass per forward), and
   :func:`manual_optimization_step` averages the gradients once, after the last chunk
   (:func:`ranklit.training.distributed.average_gradients`);
-* gradients are clipped by global norm with ``RetrievalModule(multistage_gradient_clip_val=...)`` through
+* gradients are clipped by global norm with ``MultistageBackprop(gradient_clip_val=...)`` through
   ``LightningModule.clip_gradients`` (so fp16 gradients are unscaled first);
 * :func:`step_lr_schedulers` steps every scheduler at its ``interval`` (``step`` / ``epoch``) and ``frequency``,
   with the monitored value for ``ReduceLROnPlateau``, through the module's ``lr_scheduler_step`` hook, as Lightning's
@@ -48,7 +49,7 @@ def prepare_ddp(trainer: L.Trainer) -> None:
     if not isinstance(model, DistributedDataParallel):
         raise ValueError(
             f"Multistage backprop supports one device or the DDP strategy, got {type(trainer.strategy).__name__}: "
-            "set `trainer.strategy: ddp` or `model.multistage_chunk_size: null`."
+            "set `trainer.strategy: ddp` or `model.multistage: null`."
         )
     model.require_backward_grad_sync = False
 
