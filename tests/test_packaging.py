@@ -44,3 +44,20 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     step = [*cli, "fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--trainer.fast_dev_run=1"]
     trained = _run(step, empty, site)
     assert trained.returncode == 0, trained.stderr[-3000:]
+
+
+def test_ci_tests_the_lower_bounds_of_pyproject() -> None:
+    """`.ci/min-versions.txt` (the second CI environment) pins exactly the lower bound of each ranged dependency."""
+    import tomllib
+
+    pins = {}
+    for line in (REPO / ".ci" / "min-versions.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.split("[")[0]] = version
+    bounds = {}
+    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+        name, _, rest = requirement.partition(">=")
+        if "<" in rest:  # a range: its lower bound must be tested
+            bounds[name.split("[")[0]] = rest.split(",")[0]
+    assert pins == bounds
