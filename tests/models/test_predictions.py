@@ -15,7 +15,7 @@ from tests.tiny import SMALL, synthetic_args
 
 def test_predict_writes_every_test_sample_once(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "emb" / "test.pt"
+    out = tmp_path / "emb" / "test"
     main(["predict", "--config", "quickstart.yaml", *TINY, *synthetic_args(), f"--predictions_path={out}"])
     predictions = load_predictions(out)
     expected = SyntheticHierarchy(split="test", **SMALL)
