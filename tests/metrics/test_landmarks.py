@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
+from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.functional.landmarks import revisited_map
+from ranklit.functional.postprocess import AlphaQueryExpansion, DatabaseAugmentation, alpha_query_expansion
+from tests.oracles.landmarks import official_revisited, oracle_alpha_qe, oracle_dba
 from tests.oracles.metrics import oracle_revisited_map
 
 
@@ -54,5 +61,77 @@ def test_bad_ground_truth_is_rejected() -> None:
         revisited_map(q, g, [{"easy": [7], "hard": [], "junk": []}] * 2)
     with pytest.raises(ValueError, match="no 'junk'"):
         revisited_map(q, g, [{"easy": [0], "hard": [1]}] * 2)
-    with pytest.raises(ValueError, match="'hard' protocol"):
-        revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2)
+    with pytest.raises(ValueError, match="positive integers"):
+        revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2, precision_at=(0,))
+    with pytest.warns(UserWarning, match="'hard' protocol"):
+        out = revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2, precision_at=(1,))
+    assert math.isnan(out["map_hard"]) and math.isnan(out["mp_at_1_hard"]) and 0 < out["map_easy"] <= 1
+
+
+def _unit(n: int, d: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=torch.float64), dim=1)
+
+
+def _shards(folder: Path, x: torch.Tensor, shard_rows: int) -> DescriptorShards:
+    writer = DescriptorWriter(folder, shard_rows=shard_rows)
+    for start in range(0, x.shape[0], 3):  # batches of 3 rows, shards of another size
+        writer.append(x[start : start + 3], torch.arange(start, min(start + 3, x.shape[0])))
+    writer.close()
+    return DescriptorShards(folder)
+
+
+@pytest.mark.parametrize(("alpha", "k"), [(2.0, 10), (0.0, 3), (3.0, 1), (1.5, 50)])
+def test_alpha_query_expansion_and_dba_equal_the_float64_oracle(alpha: float, k: int) -> None:
+    queries, gallery = _unit(7, 5, 0), _unit(30, 5, 1)
+    q, g = queries.numpy(), gallery.numpy()
+    expanded, _ = AlphaQueryExpansion(alpha=alpha, k=k)(queries, gallery)
+    np.testing.assert_allclose(expanded.numpy(), oracle_alpha_qe(q, g, alpha, k), rtol=1e-12, atol=1e-12)
+    same, augmented = DatabaseAugmentation(alpha=alpha, k=k, chunk_rows=7)(queries, gallery)
+    assert same is queries
+    np.testing.assert_allclose(augmented.numpy(), oracle_dba(g, alpha, k), rtol=1e-12, atol=1e-12)
+
+
+def test_alpha_query_expansion_streams_over_shards(tmp_path: Path) -> None:
+    queries, gallery = _unit(6, 8, 2).float(), _unit(50, 8, 3).float()
+    shards = _shards(tmp_path, gallery, shard_rows=7)
+    expected = oracle_alpha_qe(queries.double().numpy(), gallery.double().numpy(), 2.0, 10)
+    np.testing.assert_allclose(alpha_query_expansion(queries, shards).numpy(), expected, rtol=1e-5, atol=1e-6)
+    _, augmented = DatabaseAugmentation(k=4, chunk_rows=8)(queries, shards)
+    expected_dba = oracle_dba(gallery.double().numpy(), 2.0, 4)
+    np.testing.assert_allclose(augmented.numpy(), expected_dba, rtol=1e-5, atol=1e-6)
+
+
+def test_query_expansion_options_are_validated() -> None:
+    with pytest.raises(ValueError, match="`alpha` must be a number >= 0"):
+        AlphaQueryExpansion(alpha=-1.0)
+    with pytest.raises(ValueError, match="`k` must be a positive integer"):
+        DatabaseAugmentation(k=0)
+
+
+def _revisited_gnd(num_queries: int, num_refs: int, seed: int) -> list[dict]:
+    """The official layout's lists (``bbx`` too), each query with easy, hard and junk items, the rest negatives."""
+    gnd = _gnd(num_queries, num_refs, seed)
+    for entry in gnd:
+        entry["bbx"] = [0.0, 0.0, 1.0, 1.0]
+    return gnd
+
+
+@pytest.mark.parametrize("expansion", [None, AlphaQueryExpansion(alpha=2.0, k=10)], ids=["plain", "alpha_qe"])
+def test_official_protocol_with_and_without_alpha_qe(expansion: AlphaQueryExpansion | None) -> None:
+    queries, gallery = _unit(8, 6, 4), _unit(60, 6, 5)
+    gnd = _revisited_gnd(8, 60, 6)
+    if expansion is not None:
+        queries, _ = expansion(queries, gallery)
+    got = revisited_map(queries, gallery, gnd, precision_at=(1, 5, 10), trapezoid=True, chunk_size=3)
+    expected = official_revisited(queries.numpy(), gallery.numpy(), gnd, (1, 5, 10))
+    assert {k: v for k, v in got.items() if k != "num_queries"} == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert set(expected) == {f"{m}_{p}" for p in ("easy", "medium", "hard") for m in ("map", "mp_at_1", "mp_at_5",
+                                                                                        "mp_at_10")}  # fmt: skip
+
+
+def test_revisited_map_streams_a_gallery_on_disk(tmp_path: Path) -> None:
+    queries, gallery = _unit(5, 8, 7).float(), _unit(200, 8, 8).float()
+    gnd = _revisited_gnd(5, 200, 9)
+    in_memory = revisited_map(queries, gallery, gnd, precision_at=(1, 5))
+    assert revisited_map(queries, _shards(tmp_path, gallery, 64), gnd, precision_at=(1, 5)) == in_memory

@@ -1,15 +1,20 @@
-"""``ranklit predict`` writes embeddings, labels and indices that load back as plain tensors."""
+"""``ranklit predict`` writes descriptor shards that load back as plain tensors; the one-command landmark test."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from ranklit.cli import main
-from ranklit.data import SyntheticHierarchy
-from ranklit.models import load_predictions
+from ranklit.data import RevisitedTestSet, SyntheticHierarchy
+from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
+from ranklit.functional.whitening import learn_whitening
+from ranklit.models import EmbeddingNet, load_predictions
 from tests.cli.test_cli import TINY
+from tests.data import layouts
+from tests.oracles.landmarks import official_revisited, oracle_alpha_qe
 from tests.tiny import SMALL, synthetic_args
 
 
@@ -23,3 +28,58 @@ def test_predict_writes_every_test_sample_once(tmp_path: Path, monkeypatch) -> N
     assert torch.equal(predictions["index"], torch.arange(len(expected)))
     assert torch.equal(predictions["labels"], expected.labels)
     torch.testing.assert_close(predictions["embeddings"].norm(dim=1), torch.ones(len(expected)))
+
+
+def test_shards_of_several_ranks_merge_and_drop_padding_repeats(tmp_path: Path) -> None:
+    """Two writers as two DDP ranks (DistributedSampler order, the first sample repeated as padding)."""
+    x = torch.randn(7, 4)
+    for rank, index in ((0, [0, 2, 4, 6]), (1, [1, 3, 5, 0])):
+        writer = DescriptorWriter(tmp_path, f"rank{rank}", shard_rows=3)
+        writer.append(x[index], torch.tensor(index), torch.tensor(index) % 2)
+        writer.close()
+    loaded = load_predictions(tmp_path)
+    assert torch.equal(loaded["index"], torch.arange(7)) and torch.equal(loaded["labels"], torch.arange(7) % 2)
+    torch.testing.assert_close(loaded["embeddings"], x)
+    shards = DescriptorShards(tmp_path)
+    assert shards.num_rows == 7
+    torch.testing.assert_close(shards.take(torch.tensor([[6, 4], [0, 3]])), x[torch.tensor([[5, 1], [0, 6]])])  # rows: rank 0 then rank 1
+    (tmp_path / "rank1.json").unlink()  # an interrupted writer: its shards are not read
+    assert DescriptorShards(tmp_path).num_rows == 4
+
+
+def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Path, monkeypatch) -> None:
+    """`ranklit test --config revisited_eval.yaml` on a tiny ROxford + RParis equals the official protocol computed
+    on the descriptors `ranklit predict` writes with the same config (whitening learnt from shards, then α-QE)."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("roxford5k", "rparis6k"):
+        layouts.revisited(tmp_path / "data" / name, name)
+    net = EmbeddingNet("test_resnet", pretrained=False, embedding_dim=0, pooling="gem")
+    train = torch.nn.functional.normalize(torch.randn(50, net.embedding_dim, generator=torch.Generator().manual_seed(0)))
+    writer = DescriptorWriter(tmp_path / "train", shard_rows=16)
+    writer.append(train, torch.arange(50))
+    writer.close()
+    steps = '[{"class_path": "ranklit.functional.postprocess.LearntWhitening", "init_args": {"descriptors": "train"}}]'
+    args = ["--config", "revisited_eval.yaml", "--data.root", "data", "--model.net.init_args.backbone=test_resnet",
+            "--data.num_workers=0", "--trainer.accelerator=cpu", "--seed_everything=3",
+            f"--model.landmarks.init_args.postprocess={steps}",
+            "--model.landmarks.init_args.postprocess+=ranklit.functional.postprocess.AlphaQueryExpansion",
+            "--model.landmarks.init_args.postprocess.alpha=2.0", "--model.landmarks.init_args.postprocess.k=3"]
+    main(["test", *args])
+    main(["predict", *args, "--predictions_path", "descriptors"])
+    logged = pd_row(tmp_path / "runs" / "revisited_eval" / "version_0" / "metrics.csv")
+    descriptors = load_predictions(tmp_path / "descriptors")["embeddings"].double().numpy()
+    whitening = learn_whitening(train.double())
+    data = RevisitedTestSet(tmp_path / "data")
+    for bench in data.benchmarks:
+        q = whitening(torch.from_numpy(descriptors[bench.queries.start : bench.queries.stop])).numpy()
+        g = whitening(torch.from_numpy(descriptors[bench.gallery.start : bench.gallery.stop])).numpy()
+        expected = official_revisited(oracle_alpha_qe(q, g, 2.0, 3), g, bench.gnd, (1, 5, 10))
+        for protocol in ("easy", "medium", "hard"):
+            for key in ("map", "mp_at_1", "mp_at_5", "mp_at_10"):
+                got = logged[f"test/{bench.name}/{protocol}/{key}"]
+                assert got == pytest.approx(expected[f"{key}_{protocol}"], abs=1e-5), (bench.name, protocol, key)
+
+
+def pd_row(path: Path) -> dict[str, float]:
+    header, row = path.read_text().splitlines()[:2]
+    return {key: float(value) for key, value in zip(header.split(","), row.split(","), strict=True) if value}
