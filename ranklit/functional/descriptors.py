@@ -6,6 +6,9 @@ time) and ``take(index)`` (a few rows by position): :class:`TensorDescriptors` w
 :class:`MappedDescriptors` applies a row-wise function (a whitening) lazily. Scores against a set are computed chunk
 by chunk (:func:`query_scores`, :func:`top_k`), so memory is ``O(Q·N + chunk·D)`` instead of ``O(N·D)``.
 
+Chunks are read with plain file reads (the resident memory stays at one chunk; the operating system's page cache is
+not counted), rows taken by position through the memory map.
+
 **On-disk format** (a folder, one writer per process)::
 
     <name>.json                  manifest, written last: {"format": "ranklit-descriptors", "version": 1,
@@ -42,7 +45,7 @@ __all__ = [
 ]
 
 FORMAT = "ranklit-descriptors"
-DEFAULT_CHUNK_ROWS = 65536
+DEFAULT_CHUNK_ROWS = 8192  # 64 MB of 2048-d float32 rows
 
 
 class Descriptors:
@@ -155,10 +158,14 @@ class DescriptorShards(Descriptors):
         return self._labels
 
     def chunks(self, rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[Tensor]:
+        # read with plain file reads, not through the memory map: mapped pages would stay in the resident set
         for embeddings, keep in zip(self._embeddings, self._keep, strict=True):
-            for start in range(0, embeddings.shape[0], rows):
-                block = np.asarray(embeddings[start : start + rows])[keep[start : start + rows]]
-                yield torch.from_numpy(block)
+            with open(embeddings.filename, "rb") as handle:
+                for start in range(0, embeddings.shape[0], rows):
+                    count = min(rows, embeddings.shape[0] - start) * self.dim
+                    handle.seek(embeddings.offset + start * self.dim * embeddings.itemsize)
+                    block = np.fromfile(handle, dtype=embeddings.dtype, count=count).reshape(-1, self.dim)
+                    yield torch.from_numpy(block[keep[start : start + rows]])
 
     def take(self, index: Tensor) -> Tensor:
         flat = index.reshape(-1).cpu().numpy()
