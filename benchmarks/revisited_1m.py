@@ -120,9 +120,11 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     args.folder = str(folder)
     context = mp.get_context("fork")
-    phases = ["evaluate"] if args.keep and (folder / "gallery" / "part1-distractors.json").is_file() else ["generate", "evaluate"]
+    reuse = args.keep and (folder / "gallery" / "part1-distractors.json").is_file()
+    phases = ["evaluate"] if reuse else ["generate", "evaluate"]
+    size_gb = 4 * args.dim * (args.gallery + args.distractors) / 1e9
     print(f"{NUM_QUERIES} queries, {args.gallery} gallery rows + {args.distractors} distractors of {args.dim} floats "
-          f"({4 * args.dim * (args.gallery + args.distractors) / 1e9:.2f} GB as float32), {args.threads} threads")  # fmt: skip
+          f"({size_gb:.2f} GB as float32), {args.threads} threads")  # fmt: skip
     try:
         for phase in phases:
             queue = context.Queue()

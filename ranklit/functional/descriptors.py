@@ -228,8 +228,10 @@ class DescriptorWriter:
             self._flush(self.shard_rows)
 
     def _flush(self, rows: int) -> None:
-        embeddings, index = (torch.cat([b[i] for b in self._buffer]) for i in (0, 1))
-        labels = None if self._buffer[0][2] is None else torch.cat([b[2] for b in self._buffer])  # type: ignore[misc]
+        embeddings = torch.cat([b[0] for b in self._buffer])
+        index = torch.cat([b[1] for b in self._buffer])
+        label_parts = [b[2] for b in self._buffer if b[2] is not None]
+        labels = torch.cat(label_parts) if label_parts else None
         stem = f"{self.name}-{len(self._shards):05d}"
         np.save(self.folder / f"{stem}.embeddings.npy", embeddings[:rows].numpy())
         np.save(self.folder / f"{stem}.index.npy", index[:rows].numpy())
@@ -259,7 +261,8 @@ def query_scores(queries: Tensor, gallery: Tensor | Descriptors, *, chunk_rows: 
         >>> query_scores(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.5, 0.5], [0.0, 1.0]]), chunk_rows=1)
         tensor([[0.5000, 0.0000]])
     """
-    parts = [queries @ chunk.to(queries.device, queries.dtype).T for chunk in as_descriptors(gallery).chunks(chunk_rows)]
+    chunks = as_descriptors(gallery).chunks(chunk_rows)
+    parts = [queries @ chunk.to(queries.device, queries.dtype).T for chunk in chunks]
     return torch.cat(parts, dim=1) if parts else queries.new_zeros(queries.shape[0], 0)
 
 

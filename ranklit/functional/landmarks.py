@@ -21,7 +21,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors, query_scores
+from ranklit.functional.descriptors import (
+    Descriptors,
+    MappedDescriptors,
+    as_descriptors,
+    query_scores,
+)
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.positive_ranks import positive_ranks
@@ -29,7 +34,8 @@ from ranklit.functional.ranking import select_columns
 
 __all__ = ["PROTOCOLS", "revisited_map"]
 
-PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # name: (lists of positives, lists removed from the ranking)
+# name: (lists of positives, lists removed from the ranking)
+PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "easy": (("easy",), ("junk", "hard")),
     "medium": (("easy", "hard"), ("junk",)),
     "hard": (("hard",), ("junk", "easy")),

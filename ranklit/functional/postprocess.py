@@ -53,7 +53,7 @@ def _check_alpha_k(alpha: float, k: int) -> None:
 def alpha_query_expansion(
     queries: Tensor, gallery: Tensor | Descriptors, *, alpha: float = 2.0, k: int = 10, exclude: Tensor | None = None
 ) -> Tensor:
-    """``normalise(q + sum_{g in N_k(q)} max(<q, g>, 0)^alpha g)`` for every row ``q`` of ``queries`` (module docstring).
+    """``normalise(q + sum_{g in N_k(q)} max(<q, g>, 0)^alpha g)`` for each row ``q`` of ``queries`` (see the module).
 
     Args:
         queries: ``[Q, D]`` L2-normalised descriptors.

@@ -81,7 +81,8 @@ def learn_whitening(
         torch.Size([1, 2])
     """
     if isinstance(embeddings, Tensor) and (embeddings.ndim != 2 or embeddings.shape[0] < 2):
-        raise ValueError(f"`embeddings` must be a [N, D] tensor of N >= 2 training descriptors, got {tuple(embeddings.shape)}.")
+        shape = tuple(embeddings.shape)
+        raise ValueError(f"`embeddings` must be a [N, D] tensor of N >= 2 training descriptors, got {shape}.")
     if not isinstance(embeddings, (Tensor, Descriptors)):
         raise ValueError(f"`embeddings` must be a [N, D] tensor or a descriptor set, got {type(embeddings).__name__}.")
     source = as_descriptors(embeddings)

@@ -130,10 +130,11 @@ class RevisitedMetrics(Metric):
         out: dict[str, Tensor] = {}
         for bench in self.benchmarks:
             queries, gallery = self._rows(table, present, bench.queries), self._rows(table, present, bench.gallery)
-            queries, gallery = apply_postprocess(self.postprocess, queries, gallery, training)
-            values = revisited_map(queries, gallery, bench.gnd, precision_at=self.precision_at, trapezoid=self.trapezoid)
+            processed = apply_postprocess(self.postprocess, queries, gallery, training)
+            values = revisited_map(*processed, bench.gnd, precision_at=self.precision_at, trapezoid=self.trapezoid)
             for protocol in PROTOCOLS:
                 for key in ("map", *(f"mp_at_{k}" for k in self.precision_at)):
-                    out[f"{bench.name}/{protocol}/{key}"] = torch.tensor(values[f"{key}_{protocol}"], dtype=torch.float64)
+                    value = values[f"{key}_{protocol}"]
+                    out[f"{bench.name}/{protocol}/{key}"] = torch.tensor(value, dtype=torch.float64)
         return out
 

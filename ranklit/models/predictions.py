@@ -1,4 +1,4 @@
-"""``EmbeddingWriter``: write what ``ranklit predict`` computes (embeddings, labels, dataset indices) to disk as it goes.
+"""``EmbeddingWriter``: write what ``ranklit predict`` computes (embeddings, labels, indices) to disk as it goes.
 
 The format is numpy ``.npy`` shards with a JSON manifest, read back through memory maps
 (:mod:`ranklit.functional.descriptors`): a set of any size is written with the memory of one shard and streamed by

@@ -42,7 +42,8 @@ def test_shards_of_several_ranks_merge_and_drop_padding_repeats(tmp_path: Path) 
     torch.testing.assert_close(loaded["embeddings"], x)
     shards = DescriptorShards(tmp_path)
     assert shards.num_rows == 7
-    torch.testing.assert_close(shards.take(torch.tensor([[6, 4], [0, 3]])), x[torch.tensor([[5, 1], [0, 6]])])  # rows: rank 0 then rank 1
+    rows = torch.tensor([[6, 4], [0, 3]])  # rows: those of rank 0, then those of rank 1
+    torch.testing.assert_close(shards.take(rows), x[torch.tensor([[5, 1], [0, 6]])])
     (tmp_path / "rank1.json").unlink()  # an interrupted writer: its shards are not read
     assert DescriptorShards(tmp_path).num_rows == 4
 
@@ -54,7 +55,8 @@ def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Pa
     for name in ("roxford5k", "rparis6k"):
         layouts.revisited(tmp_path / "data" / name, name)
     net = EmbeddingNet("test_resnet", pretrained=False, embedding_dim=0, pooling="gem")
-    train = torch.nn.functional.normalize(torch.randn(50, net.embedding_dim, generator=torch.Generator().manual_seed(0)))
+    generator = torch.Generator().manual_seed(0)
+    train = torch.nn.functional.normalize(torch.randn(50, net.embedding_dim, generator=generator))
     writer = DescriptorWriter(tmp_path / "train", shard_rows=16)
     writer.append(train, torch.arange(50))
     writer.close()

@@ -15,14 +15,20 @@ import math
 
 import numpy as np
 
-PROTOCOLS = {"easy": (["easy"], ["junk", "hard"]), "medium": (["easy", "hard"], ["junk"]), "hard": (["hard"], ["junk", "easy"])}
+PROTOCOLS = {
+    "easy": (["easy"], ["junk", "hard"]),
+    "medium": (["easy", "hard"], ["junk"]),
+    "hard": (["hard"], ["junk", "easy"]),
+}
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:
     return v / math.sqrt(float(v @ v))
 
 
-def oracle_alpha_qe(queries: np.ndarray, gallery: np.ndarray, alpha: float, k: int, skip_self: bool = False) -> np.ndarray:
+def oracle_alpha_qe(
+    queries: np.ndarray, gallery: np.ndarray, alpha: float, k: int, skip_self: bool = False
+) -> np.ndarray:
     out = []
     for a, q in enumerate(queries):
         scored = [(float(q @ g), j) for j, g in enumerate(gallery) if not (skip_self and j == a)]

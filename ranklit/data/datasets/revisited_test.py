@@ -129,7 +129,7 @@ class RevisitedTestSet(RetrievalDataset):
             queries, gallery_rows = self._add(query), self._add(gallery)
             self.benchmarks.append(RevisitedBenchmark(name, queries, gallery_rows, query.gnd))
         self.whitening_rows = None if whitening_dataset is None else self._add(whitening_dataset)
-        self.labels = torch.full((self._starts[-1] + len(self._parts[-1]),), -1, dtype=torch.long)
+        self.labels = torch.full((self._starts[-1] + len(self._parts[-1]),), -1, dtype=torch.long)  # type: ignore[arg-type]
 
     def _add(self, dataset: RetrievalDataset) -> range:
         start = self._starts[-1] + len(self._parts[-1]) if self._parts else 0  # type: ignore[arg-type]
