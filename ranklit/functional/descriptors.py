@@ -36,6 +36,7 @@ __all__ = [
     "Descriptors",
     "TensorDescriptors",
     "MappedDescriptors",
+    "ConcatenatedDescriptors",
     "DescriptorShards",
     "DescriptorWriter",
     "as_descriptors",
@@ -99,6 +100,39 @@ class MappedDescriptors(Descriptors):
     def take(self, index: Tensor) -> Tensor:
         rows = self.source.take(index.reshape(-1))
         return self.fn(rows).reshape(*index.shape, self.dim)
+
+
+class ConcatenatedDescriptors(Descriptors):
+    """The rows of several sets one after the other (e.g. a gallery, then the R1M distractors on disk).
+
+    Example:
+        >>> both = ConcatenatedDescriptors([torch.zeros(2, 3), torch.ones(1, 3)])
+        >>> both.num_rows, both.take(torch.tensor([2, 0])).tolist()
+        (3, [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
+    """
+
+    def __init__(self, parts: list[Tensor | Descriptors]) -> None:
+        self.parts = [as_descriptors(part) for part in parts]
+        if not self.parts or len({part.dim for part in self.parts}) != 1:
+            raise ValueError(f"Concatenated sets need one descriptor size, got {[p.dim for p in self.parts]}.")
+        self.dim, self.num_rows = self.parts[0].dim, sum(part.num_rows for part in self.parts)
+        self._starts = torch.tensor([0] + [part.num_rows for part in self.parts]).cumsum(0)
+
+    def chunks(self, rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[Tensor]:
+        for part in self.parts:
+            yield from part.chunks(rows)
+
+    def take(self, index: Tensor) -> Tensor:
+        flat = index.reshape(-1).cpu()
+        part_of = torch.searchsorted(self._starts, flat, right=True) - 1
+        out: Tensor | None = None
+        for number in part_of.unique().tolist():
+            selected = part_of == number
+            rows = self.parts[number].take(flat[selected] - self._starts[number])
+            out = rows.new_empty(flat.numel(), self.dim) if out is None else out
+            out[selected] = rows.to(out.dtype)
+        out = torch.zeros(0, self.dim) if out is None else out
+        return out.reshape(*index.shape, self.dim)
 
 
 def as_descriptors(descriptors: Tensor | Descriptors) -> Descriptors:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
+from ranklit.functional.descriptors import ConcatenatedDescriptors, DescriptorShards, DescriptorWriter
 from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.postprocess import AlphaQueryExpansion, DatabaseAugmentation, alpha_query_expansion
 from tests.oracles.landmarks import official_revisited, oracle_alpha_qe, oracle_dba
@@ -135,3 +135,11 @@ def test_revisited_map_streams_a_gallery_on_disk(tmp_path: Path) -> None:
     gnd = _revisited_gnd(5, 200, 9)
     in_memory = revisited_map(queries, gallery, gnd, precision_at=(1, 5))
     assert revisited_map(queries, _shards(tmp_path, gallery, 64), gnd, precision_at=(1, 5)) == in_memory
+    # a gallery in memory followed by distractors on disk, with alpha-QE over both
+    both = ConcatenatedDescriptors([gallery[:50], _shards(tmp_path / "distractors", gallery[50:], 32)])
+    expanded = AlphaQueryExpansion(k=5)(queries, gallery)[0]
+    streamed = AlphaQueryExpansion(k=5)(queries, both)[0]
+    torch.testing.assert_close(streamed, expanded)
+    assert revisited_map(streamed, both, gnd, precision_at=(1,)) == pytest.approx(
+        revisited_map(expanded, gallery, gnd, precision_at=(1,)), abs=1e-6
+    )
