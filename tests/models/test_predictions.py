@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lightning
 import pytest
 import torch
 
@@ -61,8 +62,9 @@ def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Pa
     writer.append(train, torch.arange(50))
     writer.close()
     steps = '[{"class_path": "ranklit.functional.postprocess.LearntWhitening", "init_args": {"descriptors": "train"}}]'
-    args = ["--config", "revisited_eval.yaml", "--data.root", "data", "--model.net.init_args.backbone=test_resnet",
-            "--data.num_workers=0", "--trainer.accelerator=cpu", "--seed_everything=3",
+    _checkpoint(tmp_path / "trained.ckpt", net)  # as a fit run writes it: the network's settings in its hparams
+    args = ["--config", "revisited_eval.yaml", "--ckpt_path", "trained.ckpt", "--data.root", "data",
+            "--data.num_workers=0", "--trainer.accelerator=cpu",
             f"--model.landmarks.init_args.postprocess={steps}",
             "--model.landmarks.init_args.postprocess+=ranklit.functional.postprocess.AlphaQueryExpansion",
             "--model.landmarks.init_args.postprocess.alpha=2.0", "--model.landmarks.init_args.postprocess.k=3"]
@@ -80,6 +82,16 @@ def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Pa
             for key in ("map", "mp_at_1", "mp_at_5", "mp_at_10"):
                 got = logged[f"test/{bench.name}/{protocol}/{key}"]
                 assert got == pytest.approx(expected[f"{key}_{protocol}"], abs=1e-5), (bench.name, protocol, key)
+
+
+def _checkpoint(path: Path, net: EmbeddingNet) -> None:
+    """A checkpoint whose hyper-parameters name its network (test_resnet), as a `ranklit fit` run saves them."""
+    settings = {"backbone": "test_resnet", "pretrained": False, "embedding_dim": 0, "pooling": "gem"}
+    hparams = {"net": {"class_path": "ranklit.models.EmbeddingNet", "init_args": settings},
+               "loss": {"class_path": "ranklit.losses.SoftBinAPLoss"}}  # fmt: skip
+    state = {f"net.{key}": value for key, value in net.state_dict().items()}
+    torch.save({"state_dict": state, "hyper_parameters": hparams, "pytorch-lightning_version": lightning.__version__},
+               path)  # fmt: skip
 
 
 def pd_row(path: Path) -> dict[str, float]:
