@@ -108,8 +108,9 @@ class RevisitedMetrics(Metric):
 
     def _rows(self, table: Tensor, present: Tensor, rows: range) -> Tensor:
         index = torch.arange(rows.start, rows.stop, device=table.device)
-        if rows.stop > present.numel() or not bool(present[index].all()):
-            missing = int((~present[index]).sum()) if rows.stop <= present.numel() else len(rows)
+        seen = present[index.clamp(max=present.numel() - 1)] & (index < present.numel())
+        if not bool(seen.all()):
+            missing = int((~seen).sum())
             raise ValueError(
                 f"RevisitedMetrics: {missing} of the test set's items were not embedded (e.g. `limit_test_batches` "
                 "or `fast_dev_run`): the ground truth needs every query and gallery image."

@@ -143,3 +143,32 @@ def test_revisited_map_streams_a_gallery_on_disk(tmp_path: Path) -> None:
     assert revisited_map(streamed, both, gnd, precision_at=(1,)) == pytest.approx(
         revisited_map(expanded, gallery, gnd, precision_at=(1,)), abs=1e-6
     )
+
+
+def test_revisited_metrics_reorder_items_drop_padding_repeats_and_post_process() -> None:
+    """Items arrive in any order (DDP shards), with the padding repeats of DistributedSampler; whitening is learnt
+    from the set's whitening rows and α-QE follows, as the configured steps say."""
+    from types import SimpleNamespace
+
+    from ranklit.functional.postprocess import LearntWhitening
+    from ranklit.functional.whitening import learn_whitening
+    from ranklit.metrics import RevisitedMetrics
+
+    descriptors = _unit(8 + 40 + 30, 6, 10)  # queries, gallery, whitening images
+    gnd = _revisited_gnd(8, 40, 11)
+    bench = SimpleNamespace(name="toy", queries=range(0, 8), gallery=range(8, 48), gnd=gnd)
+    metric = RevisitedMetrics([LearntWhitening(power=0.5), AlphaQueryExpansion(k=4)], precision_at=(1, 5))
+    metric.bind(SimpleNamespace(benchmarks=[bench], whitening_rows=range(48, 78)))
+    order = torch.randperm(78, generator=torch.Generator().manual_seed(0))
+    for ids in (order[:40], order[40:], order[:3]):  # the last batch repeats three items
+        metric.update(descriptors[ids], ids)
+    got = {key: float(value) for key, value in metric.compute().items()}
+    whiten = learn_whitening(descriptors[48:], power=0.5)
+    queries, gallery = AlphaQueryExpansion(k=4)(whiten(descriptors[:8]), whiten(descriptors[8:48]))
+    expected = official_revisited(queries.numpy(), gallery.numpy(), gnd, (1, 5))
+    assert got == pytest.approx({f"toy/{p}/{k}": expected[f"{k}_{p}"] for p in ("easy", "medium", "hard")
+                                 for k in ("map", "mp_at_1", "mp_at_5")}, abs=1e-9)  # fmt: skip
+    metric.reset()
+    metric.update(descriptors[:50], torch.arange(50))
+    with pytest.raises(ValueError, match="28 of the test set's items were not embedded"):
+        metric.compute()

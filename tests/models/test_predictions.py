@@ -97,3 +97,21 @@ def _checkpoint(path: Path, net: EmbeddingNet) -> None:
 def pd_row(path: Path) -> dict[str, float]:
     header, row = path.read_text().splitlines()[:2]
     return {key: float(value) for key, value in zip(header.split(","), row.split(","), strict=True) if value}
+
+
+def test_multi_scale_descriptors_average_the_scales() -> None:
+    from ranklit.losses import SmoothAPLoss
+    from ranklit.models import RetrievalModule
+
+    net = EmbeddingNet("test_resnet", pretrained=False, embedding_dim=0, pooling="gem").eval()
+    images = torch.randn(2, 3, 32, 24, generator=torch.Generator().manual_seed(0))
+    single = RetrievalModule(net, SmoothAPLoss()).eval()
+    multi = RetrievalModule(net, SmoothAPLoss(), eval_scales=(1.0, 0.5)).eval()
+    with torch.no_grad():
+        half = torch.nn.functional.interpolate(images, size=(16, 12), mode="bilinear", antialias=True)
+        expected = torch.nn.functional.normalize(net(images) + net(half), dim=1)
+        torch.testing.assert_close(multi.embed(images), expected)
+        assert torch.equal(single.embed(images), net(images))
+    assert "eval_scales" not in multi.hparams  # a test config's scales apply to any checkpoint
+    with pytest.raises(ValueError, match="`eval_scales` must list positive image scales"):
+        RetrievalModule(net, SmoothAPLoss(), eval_scales=(1.0, 0.0))
