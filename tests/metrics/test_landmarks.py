@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from ranklit.data import RevisitedLandmarks
 from ranklit.functional import retrieval_metrics
 from ranklit.functional.descriptors import ConcatenatedDescriptors, DescriptorShards, DescriptorWriter
 from ranklit.functional.landmarks import revisited_map
@@ -118,9 +120,12 @@ def _revisited_gnd(num_queries: int, num_refs: int, seed: int) -> list[dict]:
 
 
 @pytest.mark.parametrize("expansion", [None, AlphaQueryExpansion(alpha=2.0, k=10)], ids=["plain", "alpha_qe"])
-def test_official_protocol_with_and_without_alpha_qe(expansion: AlphaQueryExpansion | None) -> None:
+def test_official_protocol_with_and_without_alpha_qe(expansion: AlphaQueryExpansion | None, tmp_path: Path) -> None:
     queries, gallery = _unit(8, 6, 4), _unit(60, 6, 5)
-    gnd = _revisited_gnd(8, 60, 6)
+    imlist = [f"img{i}" for i in range(60)]  # a generated gnd_roxford5k.pkl in the official layout, read back
+    official = {"imlist": imlist, "qimlist": [f"q{i}" for i in range(8)], "gnd": _revisited_gnd(8, 60, 6)}
+    (tmp_path / "gnd_roxford5k.pkl").write_bytes(pickle.dumps(official))
+    gnd = RevisitedLandmarks(tmp_path, "query").gnd
     if expansion is not None:
         queries, _ = expansion(queries, gallery)
     got = revisited_map(queries, gallery, gnd, precision_at=(1, 5, 10), trapezoid=True, chunk_size=3)
