@@ -123,13 +123,19 @@ class LearntWhitening(PostProcessStep):
     ) -> None:
         self.descriptors, self.power, self.dim = descriptors, power, dim
         self.whitening, self._given = whitening, whitening
+        self._source: Descriptors | None = None
+        if descriptors is not None:  # checked now, not after the test set has been embedded
+            try:
+                self._source = open_descriptors(descriptors)
+            except FileNotFoundError as error:
+                raise FileNotFoundError(f"LearntWhitening(descriptors={descriptors!r}): {error}") from None
 
     def prepare(self, training: Tensor | Descriptors | None) -> None:
         """Learn the whitening: once from ``descriptors``, else anew from each evaluation's ``training``."""
-        if self._given is not None or (self.descriptors is not None and self.whitening is not None):
+        if self._given is not None or (self._source is not None and self.whitening is not None):
             return
-        if self.descriptors is not None:
-            training = open_descriptors(self.descriptors)
+        if self._source is not None:
+            training = self._source
         if training is None:
             raise ValueError(
                 "LearntWhitening has nothing to learn from: give `descriptors` (a folder written by `ranklit predict` "

@@ -115,3 +115,11 @@ def test_multi_scale_descriptors_average_the_scales() -> None:
     assert "eval_scales" not in multi.hparams  # a test config's scales apply to any checkpoint
     with pytest.raises(ValueError, match="`eval_scales` must list positive image scales"):
         RetrievalModule(net, SmoothAPLoss(), eval_scales=(1.0, 0.0))
+
+
+def test_a_missing_whitening_folder_is_refused_before_embedding(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["test", "--config", "revisited_eval.yaml", "--data.root", "nowhere", "--trainer.accelerator=cpu"])
+    assert stop.value.code == 2
+    assert "LearntWhitening(descriptors='data/landmarks_descriptors')" in capsys.readouterr().err
