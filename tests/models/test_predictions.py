@@ -19,11 +19,18 @@ from tests.oracles.landmarks import official_revisited, oracle_alpha_qe
 from tests.tiny import SMALL, synthetic_args
 
 
-def test_predict_writes_every_test_sample_once(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("gallery", [False, True], ids=["one_set", "query_gallery"])
+def test_predict_writes_every_test_sample_once(tmp_path: Path, monkeypatch, gallery: bool) -> None:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "emb" / "test"
-    main(["predict", "--config", "quickstart.yaml", *TINY, *synthetic_args(), f"--predictions_path={out}"])
+    options = [f"--data.gallery_dataset.init_args.{key}={value}" for key, value in {**SMALL, "split": "train"}.items()]
+    extra = ["--data.gallery_dataset=ranklit.data.SyntheticHierarchy", *options] if gallery else []
+    main(["predict", "--config", "quickstart.yaml", *TINY, *synthetic_args(), f"--predictions_path={out}", *extra])
     predictions = load_predictions(out)
+    if gallery:  # query/ and gallery/ sub-folders
+        gallery_set = SyntheticHierarchy(split="train", **SMALL)
+        assert torch.equal(predictions["gallery"]["labels"], gallery_set.labels)
+        predictions = predictions["query"]
     expected = SyntheticHierarchy(split="test", **SMALL)
     assert predictions["embeddings"].shape == (len(expected), 128)
     assert torch.equal(predictions["index"], torch.arange(len(expected)))
