@@ -30,7 +30,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors, top_k
+from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
+from ranklit.functional.neighbours import top_k
 from ranklit.functional.whitening import Whitening, learn_whitening
 
 __all__ = [
