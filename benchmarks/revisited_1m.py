@@ -116,6 +116,9 @@ def main() -> None:
     parser.add_argument("--folder", default=None, help="where the shards go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the shards (and reuse them: skip generation)")
     args = parser.parse_args()
+    needed = NUM_QUERIES * sum(count for _, count, _ in ROLES)
+    if args.gallery < needed:
+        parser.error(f"--gallery must hold the {needed} easy/hard/junk items of the {NUM_QUERIES} queries")
     folder = Path(args.folder or tempfile.mkdtemp(prefix="ranklit-r1m-"))
     folder.mkdir(parents=True, exist_ok=True)
     args.folder = str(folder)
