@@ -11,7 +11,8 @@ Before ``fit`` the untrained (or pretrained) model is validated once and its met
 baseline every curve starts from; ``--baseline_validation false`` switches it off. ``data.root`` is copied into the
 ``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
 ``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
-``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to ``--predictions_path``.
+``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to the folder
+``--predictions_path``, as numpy shards while it runs (:class:`ranklit.models.EmbeddingWriter`).
 
 Every ``fit`` is resumable: the CLI adds :class:`ranklit.training.ResumableTraining` (sampler position, random states,
 cross-batch memory in every checkpoint) and, unless ``--trainer.enable_checkpointing false``,
@@ -99,8 +100,8 @@ class RanklitCLI(LightningCLI):
         parser.add_argument(
             "--predictions_path",
             type=str,
-            default="predictions.pt",
-            help="File where `ranklit predict` writes embeddings, labels and dataset indices.",
+            default="predictions",
+            help="Folder where `ranklit predict` writes embeddings, labels and dataset indices (numpy shards).",
         )
         for name, key in _MOVED.items():
             parser.add_argument(f"--{name}", type=Any, default=None, help=f"Not used by ranklit: set {key}.")
@@ -191,10 +192,13 @@ class RanklitCLI(LightningCLI):
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
     def before_predict(self) -> None:
-        """Add the writer of ``--predictions_path`` unless the config has one."""
+        """Add the writer of ``--predictions_path`` unless the config has one; predictions are written as they are
+        computed, not also kept in memory (``return_predictions`` defaults to false)."""
         callbacks: list[Callback] = self.trainer.callbacks  # type: ignore[attr-defined]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
             callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
+        if self.config_init[self.subcommand].get("return_predictions") is None:
+            self.config_init[self.subcommand]["return_predictions"] = False
 
 
 def _experiment_folder(config: Any) -> tuple[Path | None, Any]:

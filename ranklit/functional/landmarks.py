@@ -7,26 +7,31 @@ Each query comes with three lists of gallery indices: ``easy`` and ``hard`` posi
     medium:  positives = easy + hard   removed = junk
     hard:    positives = hard          removed = junk + easy
 
-Removed items are taken out of the query's ranking before computing AP; queries without a positive in a protocol
-are left out of that protocol's mean.
+Removed items are taken out of the query's ranking before computing AP and mP@k; queries without a positive in a
+protocol are left out of that protocol's means. The gallery may be a descriptor set on disk (the R1M distractors):
+the scores are computed chunk by chunk.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import prepare_inputs
+from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors
+from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
+from ranklit.functional.neighbours import query_scores
 from ranklit.functional.positive_ranks import positive_ranks
 from ranklit.functional.ranking import select_columns
 
-__all__ = ["revisited_map"]
+__all__ = ["PROTOCOLS", "revisited_map"]
 
-_PROTOCOLS = {  # name: (lists of positives, lists removed from the ranking)
+# name: (lists of positives, lists removed from the ranking)
+PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "easy": (("easy",), ("junk", "hard")),
     "medium": (("easy", "hard"), ("junk",)),
     "hard": (("hard",), ("junk", "easy")),
@@ -51,8 +56,10 @@ def _index_masks(gnd: Sequence[Mapping[str, Sequence[int]]], num_refs: int, devi
     return masks
 
 
-def _average_precision(scores: Tensor, positives: Tensor, trapezoid: bool) -> tuple[Tensor, Tensor]:
-    """Per-query AP and whether the query has a positive; ``scores`` hold ``-inf`` on removed items."""
+def _protocol_metrics(
+    scores: Tensor, positives: Tensor, trapezoid: bool, precision_at: tuple[int, ...]
+) -> tuple[dict[str, Tensor], Tensor]:
+    """Per-query AP and mP@k and whether the query has a positive; ``scores`` hold ``-inf`` on removed items."""
     index, valid = select_columns(positives)
     rank, rank_pos, valid = positive_ranks(scores, index, valid)
     rank, rank_pos = rank.to(torch.float64), rank_pos.to(torch.float64)
@@ -61,70 +68,96 @@ def _average_precision(scores: Tensor, positives: Tensor, trapezoid: bool) -> tu
         before = torch.where(rank > 1, (rank_pos - 1.0) / (rank - 1.0).clamp(min=1.0), 1.0)
         precision = (precision + before) / 2.0
     count = valid.sum(1)
-    ap = torch.where(valid, precision, 0.0).sum(1) / count.clamp(min=1)
-    return ap, count > 0
+    out = {"map": torch.where(valid, precision, 0.0).sum(1) / count.clamp(min=1)}
+    last = torch.where(valid, rank, 0.0).amax(1, keepdim=True) if rank.shape[1] else rank.new_zeros(rank.shape[0], 1)
+    for k in precision_at:  # revisitop's compute_map: P@k' with k' = min(k, rank of the last positive)
+        cutoff = last.clamp(max=float(k)).clamp(min=1.0)
+        out[f"mp_at_{k}"] = (valid & (rank <= cutoff)).sum(1) / cutoff[:, 0]
+    return out, count > 0
+
+
+def _check_precision_at(precision_at: Sequence[int]) -> tuple[int, ...]:
+    values = tuple(precision_at)
+    if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in values):
+        raise ValueError(f"`precision_at` must hold positive integers (e.g. (1, 5, 10)), got {precision_at!r}.")
+    return values
 
 
 def revisited_map(
     embeddings: Tensor,
-    ref_embeddings: Tensor,
+    ref_embeddings: Tensor | Descriptors,
     gnd: Sequence[Mapping[str, Sequence[int]]],
     *,
+    precision_at: Sequence[int] = (),
     trapezoid: bool = False,
     chunk_size: int | None = None,
 ) -> dict[str, float | int]:
-    """mAP of each Revisited Oxford/Paris protocol.
+    """mAP (and mP@k) of each Revisited Oxford/Paris protocol.
+
+    mP@k is revisitop's: for a query whose last positive (after removal) is at rank ``r``, ``P@k'`` with
+    ``k' = min(k, r)``, so a query with fewer than ``k`` positives all ranked first scores 1.
 
     Args:
-        embeddings: ``[Q, D]`` query embeddings (score = dot product).
-        ref_embeddings: ``[N, D]`` gallery embeddings (optionally with the R1M distractors appended).
+        embeddings: ``[Q, D]`` query embeddings (L2-normalised here; score = dot product).
+        ref_embeddings: ``[N, D]`` gallery embeddings (optionally with the R1M distractors appended), a tensor or a
+            descriptor set (:mod:`ranklit.functional.descriptors`) streamed chunk by chunk: memory ``O(Q·N)``
+            scores, never the ``N·D`` gallery. Rows are L2-normalised as they are read.
         gnd: one mapping per query with ``'easy'``, ``'hard'`` and ``'junk'`` lists of gallery indices (the ``gnd``
             entries of revisitop's ``gnd_roxford5k.pkl``; other keys such as ``'bbx'`` are ignored).
+        precision_at: the ``k`` of the mP@k reported (revisitop: 1, 5, 10).
         trapezoid: ``False`` = the exact AP of SPEC.md §1 (``(1/R) sum rank+/rank``); ``True`` = revisitop's
             ``compute_ap``, which averages the precision just before and at each positive (trapezoidal rule), to
             compare with published numbers (they differ by up to ~1 point).
         chunk_size: queries per chunk (``None`` = automatic).
 
     Returns:
-        ``{"map_easy", "map_medium", "map_hard"}`` (floats) and ``num_queries`` (int). Ties are pessimistic.
+        ``map_<protocol>`` and ``mp_at_<k>_<protocol>`` (floats) for ``easy``, ``medium``, ``hard``, and
+        ``num_queries`` (int). Ties are pessimistic.
 
     Raises:
-        ValueError: ``len(gnd)`` differs from the number of queries, a list is missing or indexes outside the gallery,
-            or a protocol has no query with a positive.
+        ValueError: ``len(gnd)`` differs from the number of queries, or a list is missing or indexes outside the
+            gallery. A protocol where no query has a positive gives NaN values and a ``UserWarning``.
 
     Example:
         >>> q = torch.tensor([[1.0, 0.0]])
-        >>> g = torch.tensor([[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.1, 0.9]])
-        >>> out = revisited_map(q, g, [{"easy": [0], "hard": [2], "junk": [1]}])
-        >>> out["map_easy"], round(out["map_medium"], 4), out["map_hard"]
-        (1.0, 1.0, 1.0)
+        >>> g = torch.tensor([[0.9, 0.1], [0.8, 0.2], [0.1, 0.9], [0.7, 0.3]])
+        >>> out = revisited_map(q, g, [{"easy": [0], "hard": [2], "junk": [1]}], precision_at=(1, 2))
+        >>> out["map_easy"], round(out["map_medium"], 4), out["mp_at_2_medium"], out["mp_at_2_hard"]
+        (1.0, 0.8333, 0.5, 0.5)
     """
-    x = prepare_inputs(
-        embeddings,
-        torch.zeros(embeddings.shape[0], dtype=torch.long),
-        ref_embeddings=ref_embeddings,
-        ref_labels=torch.zeros(ref_embeddings.shape[0], dtype=torch.long),
-    )
-    num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
+    check_embeddings(embeddings)
+    precision_at = _check_precision_at(precision_at)
+    dtype = compute_dtype(embeddings.dtype)
+    queries = torch.nn.functional.normalize(embeddings.detach().to(dtype), dim=1)
+    gallery = as_descriptors(ref_embeddings)
+    if gallery.dim != queries.shape[1]:
+        raise ValueError(f"`ref_embeddings` have {gallery.dim} dimensions but `embeddings` have {queries.shape[1]}.")
+    normalised = MappedDescriptors(gallery, lambda rows: torch.nn.functional.normalize(rows, dim=1), gallery.dim)
+    num_queries, num_refs = queries.shape[0], gallery.num_rows
     if len(gnd) != num_queries:
         raise ValueError(f"`gnd` has {len(gnd)} entries but there are {num_queries} queries: give one entry per query.")
-    masks = _index_masks(gnd, num_refs, x.queries.device)
-    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, 1, x.queries.device)
-    totals: dict[str, list[Any]] = {name: [torch.zeros((), dtype=torch.float64), 0] for name in _PROTOCOLS}
-    refs_t = x.refs.T.contiguous()
+    masks = _index_masks(gnd, num_refs, queries.device)
+    all_scores = query_scores(queries, normalised)
+    chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, 1, queries.device)
+    totals: dict[str, dict[str, Any]] = {name: {"count": 0} for name in PROTOCOLS}
     for start in range(0, num_queries, chunk):
         rows = slice(start, min(start + chunk, num_queries))
-        scores = x.queries[rows] @ refs_t
-        for name, (positive_keys, removed_keys) in _PROTOCOLS.items():
+        scores = all_scores[rows]
+        for name, (positive_keys, removed_keys) in PROTOCOLS.items():
             positives = torch.stack([masks[k][rows] for k in positive_keys]).any(0)
             removed = torch.stack([masks[k][rows] for k in removed_keys]).any(0) & ~positives
-            ap, has_positive = _average_precision(scores.masked_fill(removed, float("-inf")), positives, trapezoid)
-            totals[name][0] = totals[name][0] + ap[has_positive].sum().cpu()
-            totals[name][1] += int(has_positive.sum())
+            values, has_positive = _protocol_metrics(
+                scores.masked_fill(removed, float("-inf")), positives, trapezoid, precision_at
+            )
+            for key, value in values.items():
+                totals[name][key] = totals[name].get(key, 0.0) + value[has_positive].sum().cpu()
+            totals[name]["count"] += int(has_positive.sum())
     out: dict[str, float | int] = {}
-    for name, (total, count) in totals.items():
-        if count == 0:
-            raise ValueError(f"No query has a positive under the {name!r} protocol: check the `gnd` lists.")
-        out[f"map_{name}"] = float(total / count)
+    for name, total in totals.items():
+        if total["count"] == 0:
+            warnings.warn(f"No query has a positive under the {name!r} protocol: its metrics are NaN.", stacklevel=2)
+        keys = ("map", *(f"mp_at_{k}" for k in precision_at))
+        out.update({f"{key}_{name}": float(total.get(key, 0.0) / total["count"]) if total["count"] else float("nan")
+                    for key in keys})  # fmt: skip
     out["num_queries"] = num_queries
     return out

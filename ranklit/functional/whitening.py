@@ -11,10 +11,9 @@ the default ``power = 0.25`` is the square-rooted PCA of the paper: each compone
 variance, which damps the dominant directions without blowing up the weak ones. Eigenvalues below ``1e-6`` times the
 largest are raised to that floor, so near-empty directions are not amplified into noise.
 
-Use (the listwise-AP config, whose header comment gives the commands): embed the training set with ``ranklit
-predict`` and the training images as ``--data.test_dataset`` (``--data.test_dataset.init_args.split train``), learn
-the whitening from those embeddings, apply it to query and gallery embeddings before
-:func:`ranklit.functional.revisited_map`.
+Use: :class:`ranklit.functional.postprocess.LearntWhitening` learns it from the descriptors ``ranklit predict`` writes
+for the training images (or from a ``whitening_dataset`` embedded with the test set) and applies it to query and
+gallery descriptors, as ``configs/revisited_eval.yaml`` does before :func:`ranklit.functional.revisited_map`.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from ranklit.functional.descriptors import Descriptors, as_descriptors
 
 __all__ = ["Whitening", "learn_whitening"]
 
@@ -54,16 +55,21 @@ class Whitening:
         return torch.nn.functional.normalize(whitened, dim=1).to(embeddings.dtype)
 
 
-def learn_whitening(embeddings: Tensor, *, power: float = 0.25, dim: int | None = None) -> Whitening:
+def learn_whitening(
+    embeddings: Tensor | Descriptors, *, power: float = 0.25, dim: int | None = None, chunk_rows: int = 65536
+) -> Whitening:
     """Learn a PCA whitening from ``[N, D]`` training descriptors (computed in float64).
 
     Args:
-        embeddings: ``[N, D]`` descriptors, ``N >= 2``.
+        embeddings: ``[N, D]`` descriptors, ``N >= 2``: a tensor, or a descriptor set
+            (:mod:`ranklit.functional.descriptors`, e.g. the shards ``ranklit predict`` writes) read in two passes
+            of ``chunk_rows`` rows (mean, then covariance: memory ``O(D² + chunk_rows·D)``).
         power: exponent of the eigenvalue scaling (0.25: square-rooted PCA; 0.5: full whitening; 0: PCA only).
         dim: components kept, ``K <= D``; ``None`` keeps all ``D``.
+        chunk_rows: rows read at a time.
 
     Returns:
-        The :class:`Whitening` to apply to test descriptors.
+        The :class:`Whitening` to apply to test descriptors (in the training descriptors' dtype).
 
     Example:
         >>> x = torch.tensor([[2.0, 0.0], [-2.0, 0.0], [0.0, 0.5], [0.0, -0.5]])
@@ -74,22 +80,33 @@ def learn_whitening(embeddings: Tensor, *, power: float = 0.25, dim: int | None 
         >>> w(torch.tensor([[1.0, 1.0]])).shape
         torch.Size([1, 2])
     """
-    if not isinstance(embeddings, Tensor) or embeddings.ndim != 2 or embeddings.shape[0] < 2:
-        shape = tuple(embeddings.shape) if isinstance(embeddings, Tensor) else type(embeddings).__name__
+    if isinstance(embeddings, Tensor) and (embeddings.ndim != 2 or embeddings.shape[0] < 2):
+        shape = tuple(embeddings.shape)
         raise ValueError(f"`embeddings` must be a [N, D] tensor of N >= 2 training descriptors, got {shape}.")
-    if not torch.isfinite(embeddings).all():
-        raise ValueError("`embeddings` hold NaN or infinite values; a whitening cannot be learnt from them.")
+    if not isinstance(embeddings, (Tensor, Descriptors)):
+        raise ValueError(f"`embeddings` must be a [N, D] tensor or a descriptor set, got {type(embeddings).__name__}.")
+    source = as_descriptors(embeddings)
+    if source.num_rows < 2:
+        raise ValueError(f"`embeddings` must hold N >= 2 training descriptors, got {source.num_rows}.")
     if power < 0:
         raise ValueError(f"`power` must be >= 0, got {power}.")
-    num_dims = embeddings.shape[1]
+    num_dims = source.dim
     if dim is not None and not (isinstance(dim, int) and 1 <= dim <= num_dims):
         raise ValueError(f"`dim` must be an integer in [1, {num_dims}] (the descriptor size) or None, got {dim!r}.")
-    x = embeddings.to(torch.float64)
-    mean = x.mean(0)
-    centred = x - mean
-    eigenvalues, eigenvectors = torch.linalg.eigh(centred.T @ centred / x.shape[0])  # increasing order
+    total = torch.zeros(num_dims, dtype=torch.float64)
+    for chunk in source.chunks(chunk_rows):
+        if not torch.isfinite(chunk).all():
+            raise ValueError("`embeddings` hold NaN or infinite values; a whitening cannot be learnt from them.")
+        total += chunk.to(torch.float64).sum(0).cpu()
+    mean = total / source.num_rows
+    covariance = torch.zeros(num_dims, num_dims, dtype=torch.float64)
+    for chunk in source.chunks(chunk_rows):
+        centred = chunk.to(torch.float64).cpu() - mean
+        covariance += centred.T @ centred
+    eigenvalues, eigenvectors = torch.linalg.eigh(covariance / source.num_rows)  # increasing order
     eigenvalues, eigenvectors = eigenvalues.flip(0), eigenvectors.flip(1)
     keep = dim or num_dims
     floor = _EIGENVALUE_FLOOR * eigenvalues[0].clamp(min=torch.finfo(torch.float64).tiny)
     scale = eigenvalues[:keep].clamp(min=floor) ** -power
-    return Whitening(mean=mean.to(embeddings.dtype), projection=(eigenvectors[:, :keep] * scale).to(embeddings.dtype))
+    dtype = next(iter(source.chunks(1))).dtype
+    return Whitening(mean=mean.to(dtype), projection=(eigenvectors[:, :keep] * scale).to(dtype))

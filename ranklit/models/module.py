@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 import lightning as L
@@ -12,7 +13,7 @@ from torch import Tensor, nn
 from typing_extensions import override
 
 from ranklit.losses.base import EmbeddingLoss
-from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
+from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models.backbones import EmbeddingNet
 from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
 from ranklit.training.memory import CrossBatchMemory
@@ -22,6 +23,7 @@ from ranklit.training.objective import ranking_objective
 __all__ = ["RetrievalModule"]
 
 _PARTS = ("net", "loss", "optimizer", "lr_scheduler", "metric", "memory", "multistage")
+_EVALUATION_ONLY = ["landmarks", "eval_scales"]  # not saved: a test config's values apply to any checkpoint
 
 
 def _is_config(value: Any) -> bool:
@@ -92,6 +94,13 @@ class RetrievalModule(L.LightningModule):
         memory: a :class:`ranklit.training.CrossBatchMemory` (size, start step, weight), or ``None``.
         multistage: a :class:`ranklit.training.MultistageBackprop` (chunk size, clipping), or ``None`` (plain
             backprop of the whole batch).
+        landmarks: test on Revisited Oxford/Paris instead of ``metric``: a :class:`ranklit.metrics.RevisitedMetrics`
+            (post-processing, mP@k) over a :class:`ranklit.data.RevisitedTestSet`; logs
+            ``test/<name>/<protocol>/map`` and ``.../mp_at_<k>``. Not saved in checkpoints, like ``eval_scales``: a
+            test config sets them for any trained model.
+        eval_scales: image scales of the evaluation descriptors (validation, test, predict): one scale embeds the
+            image as it is; several embed it resized by each factor (bilinear) and average the L2-normalised
+            descriptors, then re-normalise (multi-scale descriptors, e.g. ``[1.0, 0.7071, 0.5]``).
         decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
             (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
             the epoch's samples); stores the epoch's embeddings.
@@ -111,13 +120,15 @@ class RetrievalModule(L.LightningModule):
         memory: CrossBatchMemory | None = None,
         multistage: MultistageBackprop | None = None,
         decomposability_gap: bool = False,
+        landmarks: RevisitedMetrics | None = None,
+        eval_scales: Sequence[float] = (1.0,),
     ) -> None:
         super().__init__()
         if lr_scheduler_interval not in ("epoch", "step"):
             raise ValueError(f"`lr_scheduler_interval` must be 'epoch' or 'step', got {lr_scheduler_interval!r}.")
         with warnings.catch_warnings():  # objects given from Python are dropped just below
             warnings.filterwarnings("ignore", message=r"Attribute '\w+' is an instance of `nn.Module`")
-            self.save_hyperparameters()
+            self.save_hyperparameters(ignore=_EVALUATION_ONLY)
         for name in _PARTS:
             if not _is_config(self.hparams.get(name)):
                 del self.hparams[name]
@@ -134,6 +145,11 @@ class RetrievalModule(L.LightningModule):
         self.val_metrics = cast(RetrievalMetrics, metric.clone())  # a deep copy: the same class
         self.test_metrics = cast(RetrievalMetrics, metric.clone())
         self.train_gap = DecomposabilityGap() if decomposability_gap else None
+        self.landmarks = landmarks
+        if not eval_scales or any(not isinstance(s, (int, float)) or s <= 0 for s in eval_scales):
+            raise ValueError(f"`eval_scales` must list positive image scales (e.g. [1.0] or [1.0, 0.707, 0.5]), got "
+                             f"{eval_scales!r}.")  # fmt: skip
+        self.eval_scales = tuple(float(s) for s in eval_scales)
 
     @override
     def setup(self, stage: str) -> None:
@@ -217,8 +233,19 @@ class RetrievalModule(L.LightningModule):
             for key, name in (("batch_map", "batch_map"), ("map", "map"), ("gap", "decomposability_gap")):
                 self.log(f"train/{name}", gap[key], sync_dist=True)  # equal on every rank: the mean changes nothing
 
+    def embed(self, images: Tensor) -> Tensor:
+        """Evaluation descriptors: the network's at each of ``eval_scales``, averaged and L2-normalised."""
+        if self.eval_scales == (1.0,):
+            return self.net(images)
+        total = sum(
+            self.net(images if scale == 1.0 else nn.functional.interpolate(
+                images, scale_factor=scale, mode="bilinear", align_corners=False, antialias=True))
+            for scale in self.eval_scales
+        )  # fmt: skip
+        return nn.functional.normalize(cast(Tensor, total), dim=1)
+
     def _update(self, metrics: RetrievalMetrics, batch: dict[str, Tensor], dataloader_idx: int) -> None:
-        metrics.update(self.net(batch["image"]), batch["label"], batch["index"], gallery=dataloader_idx == 1)
+        metrics.update(self.embed(batch["image"]), batch["label"], batch["index"], gallery=dataloader_idx == 1)
 
     def _log_metrics(self, metrics: RetrievalMetrics, prefix: str) -> None:
         results = metrics.compute()
@@ -237,16 +264,30 @@ class RetrievalModule(L.LightningModule):
         self._log_metrics(self.val_metrics, "val")
 
     @override
+    def on_test_start(self) -> None:
+        if self.landmarks is not None:
+            loaders = self.trainer.test_dataloaders
+            self.landmarks.bind((loaders[0] if isinstance(loaders, (list, tuple)) else loaders).dataset)  # type: ignore[union-attr]
+
+    @override
     def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        self._update(self.test_metrics, batch, dataloader_idx)
+        if self.landmarks is None:
+            self._update(self.test_metrics, batch, dataloader_idx)
+        else:
+            self.landmarks.update(self.embed(batch["image"]), batch["index"])
 
     @override
     def on_test_epoch_end(self) -> None:
-        self._log_metrics(self.test_metrics, "test")
+        if self.landmarks is None:
+            self._log_metrics(self.test_metrics, "test")
+            return
+        results = self.landmarks.compute()
+        self.landmarks.reset()
+        self.log_dict({f"test/{key}": value for key, value in results.items()}, sync_dist=True)
 
     @override
     def predict_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> dict[str, Tensor]:
-        return {"embeddings": self.net(batch["image"]), "labels": batch["label"], "index": batch["index"]}
+        return {"embeddings": self.embed(batch["image"]), "labels": batch["label"], "index": batch["index"]}
 
     def _parameter_groups(self) -> list[dict[str, Any]]:
         head = list(self.net.head_parameters()) if hasattr(self.net, "head_parameters") else []

@@ -25,7 +25,8 @@ from tests.data import layouts
 from tests.tiny import SMALL
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))
-EXPERIMENTS = [c for c in CONFIGS if not c.name.startswith("quickstart")]
+EVALUATIONS = [c for c in CONFIGS if yaml.safe_load(c.read_text())["data"].get("train_dataset") is None]
+EXPERIMENTS = [c for c in CONFIGS if not c.name.startswith("quickstart") and c not in EVALUATIONS]
 MONITORED = {"val/map_at_r", "val/hap", "val/map"}
 DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 
@@ -97,7 +98,25 @@ def _synthetic(data: dict[str, Any]) -> list[str]:
             options.items()]  # fmt: skip
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("config", EVALUATIONS, ids=lambda p: p.name)
+def test_evaluation_config_tests_on_its_dataset_format(config: Path, tmp_path: Path, monkeypatch) -> None:
+    """Configs without a training set (test-only, e.g. revisited_eval.yaml) run `ranklit test` on a tiny copy."""
+    raw = _load(config)
+    monkeypatch.chdir(tmp_path)
+    test_set = raw["data"]["test_dataset"]
+    assert test_set["class_path"] == "ranklit.data.RevisitedTestSet", f"{config.name}: add a fixture for its test set"
+    for name in test_set["init_args"]["names"]:
+        layouts.revisited(tmp_path / "data" / name, name)
+    args = ["test", "--config", str(config), "--data.root=data", "--model.net.init_args.backbone=test_resnet",
+            "--data.num_workers=0", "--trainer.accelerator=cpu", "--model.landmarks.init_args.postprocess=[]"]
+    monkeypatch.setattr(sys, "argv", ["ranklit", *args])
+    cli = RanklitCLI(RetrievalModule, RetrievalDataModule, save_config_kwargs={"overwrite": True})
+    logged = cli.trainer.callback_metrics
+    for name in test_set["init_args"]["names"]:
+        assert {f"test/{name}/{p}/map" for p in ("easy", "medium", "hard")} <= set(logged)
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c not in EVALUATIONS], ids=lambda p: p.name)
 def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path, monkeypatch) -> None:
     raw = _load(config)
     data, model = raw["data"], raw["model"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from ranklit.data import DyML, RevisitedLandmarks
+from ranklit.data import DyML, RevisitedLandmarks, RevisitedTestSet
 from tests.data import layouts
 
 
@@ -91,3 +94,49 @@ def test_revisited_errors(tmp_path: Path) -> None:
     (tmp_path / "gnd_roxford5k.pkl").write_bytes(b"not a pickle")
     with pytest.raises(ValueError, match=r"gnd_roxford5k\.pkl is not a revisited-landmarks ground truth"):
         RevisitedLandmarks(tmp_path)
+
+
+class _RunsCode:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # what a crafted ground-truth file does: call a function while being unpickled
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_crafted_ground_truth_that_would_run_code_is_refused(tmp_path: Path) -> None:
+    data = layouts.revisited(tmp_path)
+    marker = tmp_path / "pwned"
+    data["gnd"][0]["bbx"] = _RunsCode(marker)
+    with (tmp_path / "gnd_roxford5k.pkl").open("wb") as handle:
+        pickle.dump(data, handle)
+    with pytest.raises(ValueError, match=r"gnd_roxford5k\.pkl is not a revisited-landmarks ground truth.*system"):
+        RevisitedLandmarks(tmp_path)
+    assert not marker.exists()
+
+
+def test_ground_truth_with_numpy_arrays_is_read(tmp_path: Path) -> None:
+    data = layouts.revisited(tmp_path)
+    for entry in data["gnd"]:  # numpy arrays and scalars, as some releases of the files hold
+        entry.update({key: np.array(entry[key], dtype=np.int64) for key in ("easy", "hard", "junk")})
+        entry["bbx"] = np.array(entry["bbx"])
+    with (tmp_path / "gnd_roxford5k.pkl").open("wb") as handle:
+        pickle.dump(data, handle)
+    query = RevisitedLandmarks(tmp_path, "query")
+    assert query.gnd[0] == {"easy": [1, 2], "hard": [3], "junk": [4]} and query.boxes[0] == (2.0, 1.0, 10.0, 7.0)
+
+
+def test_revisited_test_set_holds_both_benchmarks_at_full_size(tmp_path: Path) -> None:
+    for name in ("roxford5k", "rparis6k"):
+        layouts.revisited(tmp_path / name, name)
+    whitening = RevisitedLandmarks(tmp_path / "rparis6k", "gallery", name="rparis6k")
+    data = RevisitedTestSet(tmp_path, max_size=8, whitening_dataset=whitening)
+    oxford, paris = data.benchmarks
+    assert (oxford.name, oxford.queries, oxford.gallery) == ("roxford5k", range(0, 2), range(2, 8))
+    assert (paris.queries, paris.gallery, data.whitening_rows) == (range(8, 10), range(10, 16), range(16, 22))
+    assert len(data) == 22 and data.labels.tolist() == [-1] * 22
+    assert data[0]["image"].shape == (3, 6, 8) and data[0]["index"] == 0  # 8 x 6 crop kept (not above max_size)
+    assert data[2]["image"].shape == (3, 6, 8)  # 16 x 12 gallery image downscaled to a longer side of 8
+    assert RevisitedTestSet(tmp_path, names=["rparis6k"], max_size=None)[3]["image"].shape == (3, 12, 16)
+    with pytest.raises(ValueError, match="`names` must list distinct benchmarks"):
+        RevisitedTestSet(tmp_path, names="roxford5k")

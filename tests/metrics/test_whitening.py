@@ -65,3 +65,17 @@ def test_bad_input_is_rejected() -> None:
         learn_whitening(train, power=-1)
     with pytest.raises(ValueError, match="learnt on 4-d descriptors"):
         learn_whitening(train)(torch.ones(2, 3, dtype=torch.float64))
+
+
+def test_learnt_from_shards_on_disk_equals_learnt_in_memory(tmp_path) -> None:
+    from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
+
+    train = _descriptors(100, 6, 5).float()
+    writer = DescriptorWriter(tmp_path, shard_rows=16)
+    writer.append(train, torch.arange(100))
+    writer.close()
+    streamed = learn_whitening(DescriptorShards(tmp_path), power=0.25, dim=4, chunk_rows=7)
+    in_memory = learn_whitening(train, power=0.25, dim=4)
+    torch.testing.assert_close(streamed.mean, in_memory.mean, rtol=1e-6, atol=1e-6)
+    test = train[:10]
+    torch.testing.assert_close(streamed(test) @ streamed(test).T, in_memory(test) @ in_memory(test).T)

@@ -8,6 +8,7 @@ from ranklit.data.datasets.folder import ClassFolderDataset
 from ranklit.data.datasets.inaturalist import INaturalist2018
 from ranklit.data.datasets.inshop import InShop
 from ranklit.data.datasets.revisited import RevisitedLandmarks
+from ranklit.data.datasets.revisited_test import RevisitedTestSet
 from ranklit.data.datasets.sop import StanfordOnlineProducts
 from ranklit.data.datasets.synthetic import SyntheticHierarchy
 from ranklit.data.datasets.vehicleid import VehicleID
@@ -23,6 +24,7 @@ __all__ = [
     "RetrievalDataset",
     "InShop",
     "RevisitedLandmarks",
+    "RevisitedTestSet",
     "StanfordOnlineProducts",
     "VehicleID",
 ]

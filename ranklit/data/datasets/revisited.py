@@ -12,6 +12,7 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
+from ranklit.data.datasets.ground_truth import load_ground_truth
 
 __all__ = ["RevisitedLandmarks"]
 
@@ -27,7 +28,9 @@ class RevisitedLandmarks(ImageRetrievalDataset):
     """ROxford5k / RParis6k for evaluation: ``split="query"`` (70 images cropped to their boxes) or ``"gallery"``.
 
     Reads ``gnd_<name>.pkl`` (a dict with ``imlist``, ``qimlist`` and ``gnd``, one entry per query with ``bbx`` and
-    the ``easy`` / ``hard`` / ``junk`` index lists into ``imlist``) and the images ``jpg/<image>.jpg``.
+    the ``easy`` / ``hard`` / ``junk`` index lists into ``imlist``) and the images ``jpg/<image>.jpg``. The pickle is
+    read by a restricted unpickler (builtin containers and numpy arrays only,
+    :mod:`ranklit.data.datasets.ground_truth`): a file that would run code is refused with a ``ValueError``.
 
     There are no class labels: ``labels`` holds the query number for queries and ``-1`` for gallery images, so no
     pair matches by label. Relevance comes from the ground truth: ``gnd`` (the raw lists) or :meth:`ground_truth`
@@ -66,8 +69,7 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         self.name = name
         path = self._file(f"gnd_{name}.pkl")
         try:
-            with path.open("rb") as handle:
-                data = pickle.load(handle)
+            data = load_ground_truth(path)  # a restricted unpickler: a crafted file cannot run code
             imlist, qimlist = [str(i) for i in data["imlist"]], [str(q) for q in data["qimlist"]]
             self.gnd: list[dict[str, list[int]]] = [
                 {key: [int(i) for i in entry.get(key, [])] for key in ("easy", "hard", "junk")} for entry in data["gnd"]
