@@ -1,6 +1,6 @@
 """Smooth upper bound of ``1 - H-AP``, the hierarchical AP loss of HAPPIER (Ramzi et al., ECCV 2022, §3.2, Eq. 5).
 
-For a query ``q`` and a relevant item ``k`` (level ``>= 1``) of its retrieval set, H-AP (SPEC.md §1) uses
+For a query ``q`` and a relevant item ``k`` (level ``>= 1``) of its retrieval set, H-AP ([spec §1][spec-metrics]) uses
 
 .. math::
 
@@ -121,7 +121,7 @@ def hap_surrogate(
         valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
             when ``None``.
         alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
-        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` (SPEC.md §2).
+        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` ([spec §2][spec-losses]).
         leak, beta, gamma: parameters of the lower bound ``H_lb`` used in ``H-rank``.
         with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
             gradient-free step there, as the authors' configs do.

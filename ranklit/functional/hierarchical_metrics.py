@@ -1,5 +1,5 @@
-"""H-AP, ASI and NDCG (SPEC.md §1), and the per-level binary metrics of hierarchical labels, from the ranks of the
-relevant items only.
+"""H-AP, ASI and NDCG ([spec §1][spec-metrics]), and the per-level binary metrics of hierarchical labels, from the
+ranks of the relevant items only.
 
 Every one of these metrics is a function of the items of level ``>= 1`` (same coarsest label: ``Omega+``): their
 levels, their ranks in the whole retrieval set, and how many relevant items of each level score at least as high.

@@ -80,7 +80,7 @@ def revisited_map(
         ref_embeddings: ``[N, D]`` gallery embeddings (optionally with the R1M distractors appended).
         gnd: one mapping per query with ``'easy'``, ``'hard'`` and ``'junk'`` lists of gallery indices (the ``gnd``
             entries of revisitop's ``gnd_roxford5k.pkl``; other keys such as ``'bbx'`` are ignored).
-        trapezoid: ``False`` = the exact AP of SPEC.md §1 (``(1/R) sum rank+/rank``); ``True`` = revisitop's
+        trapezoid: ``False`` = the exact AP ([spec §1][spec-metrics], ``(1/R) sum rank+/rank``); ``True`` = revisitop's
             ``compute_ap``, which averages the precision just before and at each positive (trapezoidal rule), to
             compare with published numbers (they differ by up to ~1 point).
         chunk_size: queries per chunk (``None`` = automatic).

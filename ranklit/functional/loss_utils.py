@@ -3,7 +3,7 @@
 Every functional loss takes ``scores`` ``[Q, N]`` (query ``q`` against item ``j`` of its retrieval set), a boolean
 ``positives`` mask ``[Q, N]`` and an optional boolean ``valid`` mask ``[Q, N]`` (``False`` = the item is removed from
 that query's ranking, e.g. the query itself). The helpers here validate those arguments and hyper-parameters with
-plain-sentence errors, and average per-query values over the queries that have a positive (SPEC.md §0).
+plain-sentence errors, and average per-query values over the queries that have a positive ([spec §0][spec-conventions]).
 """
 
 from __future__ import annotations

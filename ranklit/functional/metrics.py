@@ -1,4 +1,4 @@
-"""Exact retrieval metrics over the full ranking, in memory-bounded pieces (SPEC.md §1).
+"""Exact retrieval metrics over the full ranking, in memory-bounded pieces ([spec §1][spec-metrics]).
 
 :func:`retrieval_metrics` takes one of three paths:
 
@@ -136,7 +136,7 @@ def retrieval_metrics(
     junk: Tensor | None = None,
     normalize: bool = True,
 ) -> dict[str, float | int]:
-    """Exact retrieval metrics of every query over its full ranking (SPEC.md §1; ties pessimistic).
+    """Exact retrieval metrics of every query over its full ranking ([spec §1][spec-metrics]; ties pessimistic).
 
     Keys (python floats, means over the queries that have a positive):
 
@@ -151,7 +151,7 @@ def retrieval_metrics(
     When no query has a positive, the means are NaN (a ``UserWarning`` says so) and the counts say why: the metrics
     are undefined, which is not an error (e.g. one validation batch of a single class).
 
-    Ties are pessimistic (SPEC.md §0): every member of a group of equal scores takes the last rank of the group, so
+    Ties are pessimistic ([spec §0][spec-conventions]): every member of a group of equal scores takes the last rank of the group, so
     two positives tied at the top both have rank 2 and P@1 is 0 for that query. Scores are computed in float32 (float64
     if the embeddings are float64); ties are exact equalities of those scores.
 

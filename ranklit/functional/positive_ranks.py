@@ -1,4 +1,4 @@
-"""Ranks of the positives of each query, without sorting the retrieval set (SPEC.md §0-§1).
+"""Ranks of the positives of each query, without sorting the retrieval set ([spec §0–1][spec-conventions]).
 
 Every binary retrieval metric (AP, mAP@R, Recall@k, P@1) is a function of two numbers per positive ``k``::
 
@@ -199,7 +199,7 @@ def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:
 def binary_query_metrics(
     rank: Tensor, rank_pos: Tensor, valid: Tensor, recall_at: tuple[int, ...]
 ) -> dict[str, Tensor]:
-    """Per-query AP, mAP@R, P@1 and Recall@k from the ranks of the positives (SPEC.md §1).
+    """Per-query AP, mAP@R, P@1 and Recall@k from the ranks of the positives ([spec §1][spec-metrics]).
 
     ::
 

@@ -1,6 +1,6 @@
 """Smooth-rank AP losses: Smooth-AP (Brown et al. 2020) and SupAP (Ramzi et al., ROADMAP, NeurIPS 2021).
 
-Both write the AP of query ``q`` from the ranks of its positives ``k`` (SPEC.md §1-2)::
+Both write the AP of query ``q`` from the ranks of its positives ``k`` ([spec §1–2][spec-metrics])::
 
     AP_q = (1/R) sum_{k in P_q} rank+(k) / rank(k)
     rank+(k) = 1 + sum_{j in P_q, j != k} H(s_j - s_k),   rank(k) = rank+(k) + sum_{j in N_q} H(s_j - s_k)
@@ -52,7 +52,7 @@ def smooth_ap_loss(
                                              / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
 
     with ``sig(x) = sigma(x / tau)``, exponent clamped to ``+-50``. Unlike the authors' code the query is not part of
-    its own ranking (SPEC.md §0). Queries without a positive are skipped.
+    its own ranking ([spec §0][spec-conventions]). Queries without a positive are skipped.
 
     Args:
         scores: ``[Q, N]`` cosine similarities of each query to its retrieval set.

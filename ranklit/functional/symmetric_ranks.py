@@ -1,4 +1,4 @@
-"""Ranks of the positives when the items rank each other: each pair's score is computed once (SPEC.md §1).
+"""Ranks of the positives when the items rank each other: each pair's score is computed once ([spec §1][spec-metrics]).
 
 Without a gallery the score matrix ``S = E E^T`` is symmetric and a query's positives are the other items of its class.
 Sorting the items by (class size, label) and cutting that order at class boundaries into blocks of about ``tile`` items

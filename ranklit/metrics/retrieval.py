@@ -1,4 +1,4 @@
-"""``RetrievalMetrics``: the exact retrieval metrics of SPEC.md §1 as a torchmetrics ``Metric``.
+"""``RetrievalMetrics``: the exact retrieval metrics of [spec §1][spec-metrics] as a torchmetrics ``Metric``.
 
 The metric only accumulates embeddings, labels, ids and roles (``dist_reduce_fx="cat"``, so DDP gathers them) and
 calls :func:`ranklit.functional.metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the

@@ -50,8 +50,8 @@ class RetrievalModule(L.LightningModule):
     batch without itself (excluded by sample index). Under DDP with ``gather=True`` (default) every rank ranks its
     queries against the embeddings of all ranks, gathered with gradients (``all_gather(..., sync_grads=True)``) and
     the query excluded by its global sample index: the gradient equals that of one process with the global batch
-    (SPEC.md §3). With a ``memory`` the queries are also ranked against past batches (XBM). With ``multistage`` a
-    batch of any size is trained with the exact full-batch gradient, ``chunk_size`` images at a time
+    ([spec §3][spec-training]). With a ``memory`` the queries are also ranked against past batches (XBM). With
+    ``multistage`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size`` images at a time
     (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
     ``--trainer.precision bf16-mixed`` only affects the network. See :func:`ranklit.training.ranking_objective`.
 

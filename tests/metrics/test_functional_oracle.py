@@ -1,4 +1,4 @@
-"""`retrieval_metrics` against the brute-force oracle of SPEC.md §1, the worked examples, and scikit-learn."""
+"""`retrieval_metrics` against the brute-force oracle of docs/spec.md §1, the worked examples, and scikit-learn."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_ap_and_ndcg_against_scikit_learn() -> None:
 
 
 def test_ap_ties_match_scikit_learn() -> None:
-    """scikit-learn's AP counts a tied group at its lowest precision: the pessimistic convention of SPEC.md §0."""
+    """scikit-learn's AP counts a tied group at its lowest precision: the pessimistic convention of docs/spec.md §0."""
     g = torch.Generator().manual_seed(2)
     query = torch.ones(1, 2, dtype=torch.float64)
     gallery = torch.randint(0, 3, (30, 2), generator=g).double()

@@ -1,4 +1,4 @@
-"""Brute-force float64 retrieval metrics, written straight from SPEC.md §0-§1 with Python loops.
+"""Brute-force float64 retrieval metrics, written straight from docs/spec.md §0–1 with Python loops.
 
 Independent of ranklit: no sorting tricks, no chunking, one query and one item at a time.
 """
@@ -85,7 +85,7 @@ def oracle_retrieval_metrics(
     normalize: bool = True,
 ) -> dict[str, float | int]:
     """The dictionary of ``ranklit.functional.retrieval_metrics``, by brute force (embeddings divided by their norm
-    first unless ``normalize=False``, SPEC.md §0)."""
+    first unless ``normalize=False``, docs/spec.md §0)."""
 
     def unit(x: torch.Tensor) -> torch.Tensor:
         x = x.double()
