@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,
     level_binary_metrics,
@@ -38,7 +39,6 @@ from ranklit.functional.inputs import (
     levels_between,
     prepare_inputs,
 )
-from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.positive_ranks import SortedKeys, positive_counts
 from ranklit.functional.query_values import QueryValues
 from ranklit.functional.sharding import QueryShard
@@ -69,7 +69,9 @@ def check_cutoffs(values: Sequence[int], name: str = "recall_at") -> tuple[int, 
     """
     checked = tuple(values) if isinstance(values, Sequence) and not isinstance(values, str) else None
     if not checked or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in checked):
-        raise ValueError(f"`{name}` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {values!r}.")
+        raise ValueError(
+            f"`{name}` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {values!r}."
+        )
     return tuple(sorted(set(checked)))
 
 

@@ -102,7 +102,8 @@ def symmetric_positive_counts(
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
-        >>> [(rows.tolist(), n.tolist()) for rows, _, _, n, _ in symmetric_positive_counts(e, torch.tensor([0, 1, 0, 1]), 2)]
+        >>> blocks = symmetric_positive_counts(e, torch.tensor([0, 1, 0, 1]), 2)
+        >>> [(rows.tolist(), n.tolist()) for rows, _, _, n, _ in blocks]
         [([0, 2], [[2], [3]]), ([1, 3], [[3], [2]])]
 
         The blocks are the classes ``{0, 2}`` and ``{1, 3}``: item 2 has items 1 and 3 above its positive 0.
@@ -126,7 +127,7 @@ def symmetric_positive_counts(
             width = int(others.max())
             valid = torch.arange(width, device=labels.device)[None, :] < others[:, None]
             descending = embeddings.new_zeros(stop - start, width)
-            counts.append(descending.new_zeros((1 + strict,) + descending.shape, dtype=torch.int64))
+            counts.append(descending.new_zeros((1 + strict, *descending.shape), dtype=torch.int64))
         thresholds.append(descending)
         real.append(valid)
     if shard is not None:

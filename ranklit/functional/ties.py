@@ -35,7 +35,7 @@ def check_ties(ties: str) -> str:
     if ties not in TIES:
         raise ValueError(
             f"`ties` must be one of {TIES} (the value of a metric under the worst ordering of each group of equal "
-            f"scores, the mean over its orderings, or the best; see the specification, §0 Ranks and ties), got {ties!r}."
+            f"scores, the mean over its orderings, or the best: docs/spec.md §0, Ranks and ties), got {ties!r}."
         )
     return ties
 

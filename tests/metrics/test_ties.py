@@ -11,7 +11,7 @@ import torch
 
 from ranklit.functional import retrieval_metrics
 from ranklit.functional.metrics import retrieval_metric_tensors
-from tests.oracles.metrics import oracle_query, oracle_retrieval_metrics, tie_orderings
+from tests.oracles.metrics import _ordered_metrics, oracle_query, oracle_retrieval_metrics, tie_orderings
 
 POLICIES = ("pessimistic", "average", "optimistic")
 
@@ -55,9 +55,8 @@ def test_pessimistic_and_optimistic_are_the_worst_and_best_orderings() -> None:
         levels = torch.randint(0, 3, (7,), generator=g).tolist()
         same = [[lv >= 2 - h for lv in levels] for h in range(2)]
         results = [oracle_query(scores, levels, same, 2, (1, 3), 1.0, (3,), ties) for ties in POLICIES]
-        from tests.oracles.metrics import _ordered_metrics
-
-        runs = [_ordered_metrics(o, levels, same, 2, (1, 3), (3,), 1.0) for o in tie_orderings(scores, levels, "average")]
+        orders = tie_orderings(scores, levels, "average")
+        runs = [_ordered_metrics(o, levels, same, 2, (1, 3), (3,), 1.0) for o in orders]
         for key, value in results[0].items():
             if value is None or key in ("hap", "asi"):  # H-AP/ASI: the ordering by level, not always an extremum
                 continue
@@ -173,4 +172,4 @@ def test_new_metrics_equal_torchmetrics_on_tie_free_data() -> None:
 def test_orderings_oracle_enumerates_every_ordering() -> None:
     orders = tie_orderings([1.0, 1.0, 0.0, 1.0], [0, 1, 0, 1], "average")
     assert len(orders) == math.factorial(3) and all(order[-1] == 2 for order in orders)
-    assert sorted(map(tuple, orders)) == sorted(p + (2,) for p in itertools.permutations([0, 1, 3]))
+    assert sorted(map(tuple, orders)) == sorted((*p, 2) for p in itertools.permutations([0, 1, 3]))

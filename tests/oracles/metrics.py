@@ -89,7 +89,8 @@ def tie_orderings(scores: list[float], levels: list[int], ties: str) -> list[lis
     if ties == "optimistic":
         return [sorted(items, key=lambda j: (-scores[j], -levels[j], j))]
     groups = [[j for j in items if scores[j] == value] for value in sorted(set(scores), reverse=True)]
-    return [[j for group in choice for j in group] for choice in itertools.product(*map(itertools.permutations, groups))]
+    choices = itertools.product(*map(itertools.permutations, groups))
+    return [[j for group in choice for j in group] for choice in choices]
 
 
 def oracle_query(
