@@ -33,13 +33,14 @@ from ranklit.functional.loss_utils import require_positive_queries
 __all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
 
 
-def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+def binary_positives(inputs: RetrievalInputs, valid: Tensor, *, require: bool = True) -> Tensor:
     """``[Q, N]`` bool: the item is in the query's ranking and shares its finest label (column 0).
 
-    Raises ``ValueError`` (pointing at the P x K sampler) when no query has a positive.
+    Raises ``ValueError`` (pointing at the P x K sampler) when no query has a positive, if ``require``.
     """
     positives = (inputs.query_labels[:, :1] == inputs.ref_labels[:, 0][None, :]) & valid
-    require_positive_queries(positives)
+    if require:
+        require_positive_queries(positives)
     return positives
 
 
