@@ -6,7 +6,8 @@ from reading that code (tests/oracles/released.py):
   ``roadmap/config/loss/roadmap.yaml`` and ``roadmap_inat.yaml``;
 * elias-ramzi/HAPPIER @ 5af91b3ac6c216a936232da33b42af7efaba5c6b: ``happier/losses/hap_loss.py``,
   ``happier/config/loss/HAPPIER.yaml``, ``HAPPIER_SOP.yaml``, ``HAPPIER_inat.yaml``;
-* kunhe/FastAP-metric-learning @ ca85b2ab3f22460795d4306c8fa01c655d17027e: ``pytorch/FastAP_loss.py``.
+* kunhe/FastAP-metric-learning @ ca85b2ab3f22460795d4306c8fa01c655d17027e: ``pytorch/FastAP_loss.py``;
+* Andrew-Brown1/Smooth_AP @ 59927ec4c59565bff209301d2c2b449ed1937806: ``src/Smooth_AP_loss.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.losses import CalibrationLoss, FastAPLoss, HAPLoss, HAPPIERLoss, ROADMAPLoss, SupAPLoss
+from ranklit.losses import CalibrationLoss, FastAPLoss, HAPLoss, HAPPIERLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
 from tests.oracles import released
 
 VALUE = dict(rtol=1e-9, atol=1e-12)
@@ -81,6 +82,12 @@ def test_fastap_default_leaves_the_query_out_as_the_released_code() -> None:
     raw, labels = _batch(4)
     _same_value_and_gradient(FastAPLoss().double()(raw, labels), released.fastap(raw, labels), raw)
     assert not torch.isclose(FastAPLoss(include_self=True).double()(raw, labels), released.fastap(raw, labels))
+
+
+def test_smooth_ap_include_self_reproduces_brown_et_al() -> None:
+    raw, labels = _batch(5)
+    value = SmoothAPLoss(include_self=True).double()(raw, labels)
+    _same_value_and_gradient(value, released.brown_smooth_ap(raw, labels), raw)
 
 
 def test_recipe_options_are_validated() -> None:

@@ -161,3 +161,27 @@ def fastap(emb: Tensor, labels: Tensor, num_bins: int = 10) -> Tensor:
             value = value + (term if math.isfinite(float(term)) else 0.0)
         values.append(value / len(pos))
     return 1.0 - torch.stack(values).mean()
+
+
+SMOOTH_AP_COMMIT = "59927ec4c59565bff209301d2c2b449ed1937806"  # Andrew-Brown1/Smooth_AP
+
+
+def brown_smooth_ap(emb: Tensor, labels: Tensor, tau: float = 0.01) -> Tensor:
+    """Brown et al.'s ``SmoothAP.forward`` (``src/Smooth_AP_loss.py``): every batch item ranked for every query, the
+    query included; ``rank(k) = 1 + sum_{j != k} sigmoid((s_j - s_k) / tau)`` (exponent clamped to 50),
+    ``rank+(k)`` the same over the query's class; AP averages ``rank+ / rank`` over the class (query included); loss
+    ``1 - mean AP``. (The released code takes P x K batches ordered by class and unnormalised inputs; the loop below
+    is the same sum for any batch, on normalised embeddings.)"""
+    e = _unit(emb)
+    s = e @ e.T
+    n = len(labels)
+    aps = []
+    for q in range(n):
+        positives = [k for k in range(n) if labels[k] == labels[q]]
+        total = torch.zeros((), dtype=torch.float64)
+        for k in positives:
+            rank = 1 + sum(_sigmoid(s[q, j] - s[q, k], tau) for j in range(n) if j != k)
+            rank_pos = 1 + sum(_sigmoid(s[q, j] - s[q, k], tau) for j in positives if j != k)
+            total = total + rank_pos / rank
+        aps.append(total / len(positives))
+    return 1.0 - torch.stack(aps).mean()
