@@ -23,7 +23,7 @@ from torch import Tensor
 from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_query_metrics
 from ranklit.functional.positive_ranks import count_at_least, sort_positive_scores
 from ranklit.functional.relevance import relevance
-from ranklit.functional.ties import TiedPositives, strictly_above_thresholds, tie_positives
+from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
 __all__ = ["RelevantRanking", "rank_relevant_items", "level_binary_metrics", "hierarchical_query_metrics"]
 
@@ -163,7 +163,7 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         full_top = tied.rank
     else:
         assert tied.above is not None and tied.size is not None
-        start, end = _group_bounds(ranking.descending)
+        start, end = group_bounds(ranking.descending)
         above_w = sum(w * (c.gather(1, start) - (levels.gather(1, start) == v + 1).to(torch.float64))
                       for v, (w, c) in enumerate(zip(weights, cumulative, strict=True)))  # fmt: skip
         group_w = sum(w * c.gather(1, end) for w, c in zip(weights, cumulative, strict=True)) - above_w - rel
@@ -192,19 +192,6 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
 
 def _level_gains(num_levels: int, device: torch.device) -> Tensor:
     return torch.pow(2.0, torch.arange(1, num_levels + 1, dtype=torch.float64, device=device)) - 1.0
-
-
-def _group_bounds(descending: Tensor) -> tuple[Tensor, Tensor]:
-    """``[C, R]`` first and last entry of each entry's group of equal scores."""
-    num_rows, width = descending.shape
-    position = torch.arange(width, device=descending.device).expand(num_rows, width)
-    is_start = torch.ones_like(descending, dtype=torch.bool)
-    is_start[:, 1:] = descending[:, 1:] != descending[:, :-1]
-    is_end = torch.ones_like(is_start)
-    is_end[:, :-1] = is_start[:, 1:]
-    start = torch.where(is_start, position, 0).cummax(1).values
-    end = torch.where(is_end, position, width).flip(1).cummin(1).values.flip(1)
-    return start, end
 
 
 def _asi(ranking: RelevantRanking, tied: TiedPositives, full_top: Tensor, above_level: Tensor) -> Tensor:
@@ -246,7 +233,7 @@ def _straddling_groups(ranking: RelevantRanking, tied: TiedPositives, k: Tensor)
     entry = entry.clamp(min=0)
     group_above, size = a.gather(1, entry), tied.size.gather(1, entry)
     inside &= k < group_above + size
-    start, end = _group_bounds(ranking.descending)
+    start, end = group_bounds(ranking.descending)
     members = []
     for v in range(1, ranking.num_levels + 1):
         count = (ranking.levels == v).to(torch.float64).cumsum(1)

@@ -30,6 +30,7 @@ __all__ = [
     "compute_dtype",
     "check_chunk_size",
     "check_flag",
+    "check_choice",
     "check_embeddings",
     "check_labels",
     "check_ids",
@@ -188,6 +189,17 @@ def check_flag(value: bool, name: str) -> bool:
     """
     if not isinstance(value, bool):
         raise TypeError(f"`{name}` must be True or False, got {value!r}.")
+    return value
+
+
+def check_choice(value: str, choices: tuple[str, ...], name: str, meaning: str) -> str:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``; ``meaning`` says what the choices are.
+
+    >>> check_choice("class", ("query", "class"), "average", "the mean over queries or classes")
+    'class'
+    """
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices} ({meaning}), got {value!r}.")
     return value
 
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional.inputs import check_choice
+
 __all__ = ["AVERAGES", "check_average", "check_cutoffs", "check_junk", "check_recall_at", "metrics_chunk_size"]
 
 AVERAGES = ("query", "class")
@@ -40,12 +42,9 @@ def check_average(average: str) -> str:
     >>> check_average("class")
     'class'
     """
-    if average not in AVERAGES:
-        raise ValueError(
-            f"`average` must be one of {AVERAGES} (the mean over the queries, or over the classes of the per-class "
-            f"means: pytorch-metric-learning's avg_of_avgs), got {average!r}."
-        )
-    return average
+    meaning = "the mean over the queries, or over the classes of the per-class means: pytorch-metric-learning's "
+    meaning += "avg_of_avgs"
+    return check_choice(average, AVERAGES, "average", meaning)
 
 
 def metrics_chunk_size(

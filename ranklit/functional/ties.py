@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["TIES", "TiedPositives", "check_ties", "tie_positives", "strictly_above_thresholds"]
+from ranklit.functional.inputs import check_choice
+
+__all__ = ["TIES", "TiedPositives", "check_ties", "group_bounds", "tie_positives", "strictly_above_thresholds"]
 
 TIES = ("pessimistic", "average", "optimistic")
 
@@ -32,12 +34,9 @@ def check_ties(ties: str) -> str:
     >>> check_ties("average")
     'average'
     """
-    if ties not in TIES:
-        raise ValueError(
-            f"`ties` must be one of {TIES} (the value of a metric under the worst ordering of each group of equal "
-            f"scores, the mean over its orderings, or the best: docs/spec.md §0, Ranks and ties), got {ties!r}."
-        )
-    return ties
+    meaning = ("the value of a metric under the worst ordering of each group of equal scores, the mean over its "
+               "orderings, or the best: docs/spec.md §0, Ranks and ties")  # fmt: skip
+    return check_choice(ties, TIES, "ties", meaning)
 
 
 def strictly_above_thresholds(descending: Tensor) -> Tensor:
@@ -50,6 +49,24 @@ def strictly_above_thresholds(descending: Tensor) -> Tensor:
     """
     return torch.where(torch.isfinite(descending), torch.nextafter(descending, torch.full_like(descending, torch.inf)),
                        descending)  # fmt: skip
+
+
+def group_bounds(descending: Tensor) -> tuple[Tensor, Tensor]:
+    """``[C, W]`` first and last entry of each entry's group of equal scores (``descending`` sorted in each row).
+
+    >>> start, end = group_bounds(torch.tensor([[3.0, 3.0, 1.0]]))
+    >>> start.tolist(), end.tolist()
+    ([[0, 0, 2]], [[1, 1, 2]])
+    """
+    num_rows, width = descending.shape
+    position = torch.arange(width, device=descending.device).expand(num_rows, width)
+    is_start = torch.ones_like(descending, dtype=torch.bool)
+    is_start[:, 1:] = descending[:, 1:] != descending[:, :-1]
+    is_end = torch.ones_like(is_start)
+    is_end[:, :-1] = is_start[:, 1:]
+    start = torch.where(is_start, position, 0).cummax(1).values
+    end = torch.where(is_end, position, width).flip(1).cummin(1).values.flip(1)
+    return start, end
 
 
 @dataclass(frozen=True)
@@ -107,15 +124,7 @@ def tie_positives(
     """
     if above is None and ties != "pessimistic":
         raise ValueError(f"ties={ties!r} needs the counts of the items scoring strictly higher (`above`).")
-    num_rows, width = descending.shape
-    device = descending.device
-    position = torch.arange(width, device=device).expand(num_rows, width)
-    is_start = torch.ones_like(positive)
-    is_start[:, 1:] = descending[:, 1:] != descending[:, :-1]
-    is_end = torch.ones_like(positive)
-    is_end[:, :-1] = is_start[:, 1:]
-    start = torch.where(is_start, position, 0).cummax(1).values
-    end = torch.where(is_end, position, width).flip(1).cummin(1).values.flip(1)
+    start, end = group_bounds(descending)
     count = positive.to(torch.int64).cumsum(1)
     above_pos = count.gather(1, start) - positive.gather(1, start).to(torch.int64)
     group_pos = count.gather(1, end) - above_pos
