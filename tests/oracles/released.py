@@ -158,7 +158,7 @@ def fastap(emb: Tensor, labels: Tensor, num_bins: int = 10) -> Tensor:
         for hp, hn in zip(h_pos, h_neg, strict=True):
             cum_pos, cum_all = cum_pos + hp, cum_all + hp + hn
             term = hp * cum_pos / cum_all
-            value = value + (term if math.isfinite(float(term)) else 0.0)
+            value = value + (term if math.isfinite(float(term.detach())) else 0.0)
         values.append(value / len(pos))
     return 1.0 - torch.stack(values).mean()
 
