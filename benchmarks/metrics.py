@@ -5,8 +5,9 @@ Gaussian noise, L2-normalised; 2-level labels group ``--per-coarse`` fine classe
 
 * ``product``: the bare score matrix ``E @ E.T`` (computed block by block and discarded when it would not fit in
   memory). No exact method can be faster: it is the floor.
-* ``ranklit``: :func:`ranklit.functional.retrieval_metrics` (mAP, mAP@R, P@1, R@{1,2,4,8}; with 2-level labels also
-  H-AP, ASI, NDCG and the per-level metrics).
+* ``ranklit``: :func:`ranklit.functional.retrieval_metrics` (mAP, mAP@R, P@1, R@{1,2,4,8}, R-precision, MRR,
+  NDCG@10, all from one ranking pass; with 2-level labels also H-AP, ASI, NDCG and the per-level metrics), under the
+  tie policy ``--ties`` (default ``pessimistic``; ``average``/``optimistic`` count twice per positive).
 * ``pml``: pytorch-metric-learning's ``AccuracyCalculator`` (mAP@R, P@1 and R@k over a faiss-cpu k-NN with
   ``k = max_bin_count``, the query excluded).
 * ``torchmetrics``: ``RetrievalMAP`` on the ``N (N - 1)`` (query, item) pairs, only where they fit in a quarter of the
@@ -21,8 +22,8 @@ Reproduce the table of ``benchmarks/RESULTS.md`` with::
 
 ``--ddp 1 2`` measures instead ``RetrievalMetrics.compute()`` (the gather of the states included) under CPU DDP with
 1 and 2 processes (gloo, one thread each), every process holding every other item as DistributedSampler would, with
-ids: under DDP the evaluation is split across the processes, so the 2-process time should be at most 0.65x the
-1-process one, with identical values::
+ids: under DDP each process computes a disjoint share of the score tiles, so the 2-process time should be at
+most 0.6x the 1-process one, with identical values::
 
     python benchmarks/metrics.py --sizes 20000 --dim 128 --labels flat --ddp 1 2 --repeats 3
 """
@@ -92,11 +93,12 @@ def _product(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | 
 def _ranklit(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None) -> dict[str, float]:
     from ranklit.functional import retrieval_metrics
 
+    ties = os.environ.get("RANKLIT_BENCHMARK_TIES", "pessimistic")
     if num_queries is None:
-        return retrieval_metrics(embeddings, labels, recall_at=(1, 2, 4, 8))
+        return retrieval_metrics(embeddings, labels, recall_at=(1, 2, 4, 8), ties=ties)
     queries, query_labels, gallery, gallery_labels = _split(embeddings, labels, num_queries)
     return retrieval_metrics(
-        queries, query_labels, ref_embeddings=gallery, ref_labels=gallery_labels, recall_at=(1, 2, 4, 8)
+        queries, query_labels, ref_embeddings=gallery, ref_labels=gallery_labels, recall_at=(1, 2, 4, 8), ties=ties
     )
 
 
@@ -228,7 +230,7 @@ def _ddp_worker(rank: int, world_size: int, port: int, config: dict[str, Any], r
         mine = torch.arange(rank, config["n"], world_size)  # DistributedSampler's split (no shuffle)
         times, values = [], {}
         for _ in range(repeats):
-            metric = RetrievalMetrics(recall_at=(1, 2, 4, 8))
+            metric = RetrievalMetrics(recall_at=(1, 2, 4, 8), ties=config["ties"])
             for batch in mine.split(256):
                 metric.update(embeddings[batch], labels[batch], batch)
             dist.barrier()
@@ -277,7 +279,7 @@ def main_ddp(args: argparse.Namespace) -> None:
     for n in args.sizes:
         for label_kind in args.labels:
             config = dict(n=n, dim=args.dim, labels=label_kind, per_class=args.per_class,
-                          per_coarse=args.per_coarse, noise=args.noise)  # fmt: skip
+                          per_coarse=args.per_coarse, noise=args.noise, ties=args.ties)  # fmt: skip
             reference: tuple[float, dict] | None = None
             for world_size in args.ddp:
                 result = run_ddp(world_size, config, args.repeats, args.timeout)
@@ -311,12 +313,15 @@ def main() -> None:
         "(default: every item ranks all the others)",
     )
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
+    parser.add_argument("--ties", choices=("pessimistic", "average", "optimistic"), default="pessimistic",
+                        help="ranklit's tie policy")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
     parser.add_argument(
         "--ddp", type=int, nargs="+", default=None, metavar="PROCESSES",
         help="time RetrievalMetrics.compute() under CPU DDP with these numbers of processes instead (e.g. 1 2)",
     )
     args = parser.parse_args()
+    os.environ["RANKLIT_BENCHMARK_TIES"] = args.ties  # read by the spawned measuring processes
     if args.ddp:
         main_ddp(args)
         return

@@ -23,7 +23,7 @@ __all__ = ["CategorySampler"]
 
 
 class CategorySampler(EpochBatchSampler):
-    """Half of each batch from one labelled category, half from the classes that have no category (SPEC.md §3).
+    """Half of each batch from one labelled category, half from the uncategorised classes ([spec §3][spec-training]).
 
     FastAP's VehicleID batches (supp. A): only some vehicles carry a model label. A *category* is a super-class
     (column ``super_column``) holding at least two fine classes. A fine class alone in its super-class has *no

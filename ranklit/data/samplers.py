@@ -1,4 +1,4 @@
-"""P×K and hierarchical ("hard") batch samplers, seeded per epoch and aware of the DDP rank (SPEC.md §3).
+"""P×K and hierarchical ("hard") batch samplers, seeded per epoch and aware of the DDP rank ([spec §3][spec-training]).
 
 Both samplers are ``torch.utils.data.Sampler[list[int]]`` objects passed to a ``DataLoader`` as ``batch_sampler=``.
 Each epoch, every rank rebuilds the same plan of batches from a generator seeded with ``seed + epoch`` and keeps the
@@ -42,7 +42,7 @@ SmallClasses = Literal["replace", "skip"]
 
 
 class PKSampler(EpochBatchSampler):
-    """Batches of ``p`` classes × ``k`` images, every class about once per epoch (SPEC.md §3).
+    """Batches of ``p`` classes × ``k`` images, every class about once per epoch ([spec §3][spec-training]).
 
     Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
     ``p`` classes form the batches (the last group is completed with the first classes of the permutation unless
@@ -131,7 +131,7 @@ class PKSampler(EpochBatchSampler):
 
 
 class HierarchicalSampler(EpochBatchSampler):
-    """FastAP's "hard" batches: two super-classes per batch, half of the batch from each (SPEC.md §3).
+    """FastAP's "hard" batches: two super-classes per batch, half of the batch from each ([spec §3][spec-training]).
 
     Each half holds ``p // 2`` fine classes × ``k`` images of one super-class, so a batch has ``p × k`` items and
     its negatives are mostly of the same super-class (FastAP §4.2, supp. A; HAPPIER and ROADMAP on SOP). An epoch

@@ -1,4 +1,4 @@
-"""Training and test image transforms of the reference experiments (SPEC.md §4), optionally sized by timm.
+"""Training and test transforms of the reference experiments ([spec §4][spec-experiments]), optionally sized by timm.
 
 Training: ``RandomResizedCrop(image_size, scale=(0.16, 1), ratio=(3/4, 4/3))`` + horizontal flip; test: resize the
 shorter side to ``resize_size`` then ``CenterCrop(crop_size)`` (e.g. 288 → 256 for ROADMAP CUB/SOP, 256 → 224 for
@@ -55,7 +55,8 @@ def train_transform(
     std: tuple[float, ...] = IMAGENET_STD,
     interpolation: str = "bilinear",
 ) -> v2.Compose:
-    """RandomResizedCrop + horizontal flip + normalisation, the training augmentation of every paper (SPEC.md §4).
+    """RandomResizedCrop + horizontal flip + normalisation: every paper's training augmentation
+    ([spec §4][spec-experiments]).
 
     Args:
         image_size: side of the square crop (224 or 256 in the reference configs).

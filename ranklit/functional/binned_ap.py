@@ -81,7 +81,8 @@ def softbin_ap_loss(
     ``P_m = (1 + h+_m + 2 H+_{m-1}) / (1 + h_m + 2 H_{m-1})``. With ``query_classes`` (``[Q]`` class ids), queries
     are weighted so that every class of the batch weighs the same (paper §4.2); otherwise all queries with a positive
     weigh the same. Queries without a positive are skipped. The authors' code keeps the two end bins flat beyond the
-    end centres; the kernel here is triangular everywhere (SPEC.md), which differs only for scores outside ``[-1, 1]``.
+    end centres; the kernel here is triangular everywhere ([spec §2][spec-losses]): it differs only for scores out of
+    ``[-1, 1]``.
 
     Args:
         scores: ``[Q, N]`` cosine similarities.

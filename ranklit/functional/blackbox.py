@@ -78,7 +78,8 @@ def blackbox_ap_loss(
     with both rankings differentiated as blackboxes with interpolation strength ``lam``. Before ranking, scores are
     shifted by a random margin ``s - margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives raised, as in the
     authors' code), so the ranking must hold with a margin; pass ``margin=0`` for the plain loss (the module does
-    so in eval mode). Queries without a positive are skipped; the query is not part of its own ranking (SPEC.md §0).
+    so in eval mode). Queries without a positive are skipped; the query is not in its own ranking
+    ([spec §0][spec-conventions]).
 
     Args:
         scores: ``[Q, N]`` cosine similarities.

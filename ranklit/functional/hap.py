@@ -1,6 +1,6 @@
 """Smooth upper bound of ``1 - H-AP``, the hierarchical AP loss of HAPPIER (Ramzi et al., ECCV 2022, §3.2, Eq. 5).
 
-For a query ``q`` and a relevant item ``k`` (level ``>= 1``) of its retrieval set, H-AP (SPEC.md §1) uses
+For a query ``q`` and a relevant item ``k`` (level ``>= 1``) of its retrieval set, H-AP ([spec §1][spec-metrics]) uses
 
 .. math::
 
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from ranklit.functional.loss_utils import (
     check_in_range,
+    check_offset,
     check_positive,
     check_score_masks,
     query_mean,
@@ -69,7 +71,7 @@ def _hap_per_query(
     valid: Tensor,
     index: Tensor,
     ranked: Tensor,
-    steps: dict[str, float],
+    steps: dict[str, Any],
     with_hrank: bool,
 ) -> Tensor:
     """Surrogate H-AP of a chunk of queries; every intermediate is ``[C, P, N]``."""
@@ -80,7 +82,7 @@ def _hap_per_query(
     columns = torch.arange(scores.shape[1], device=scores.device)
     counted = valid[:, None, :] & (columns[None, None, :] != index[:, :, None])
 
-    upper = supap_upper_step(diff, steps["tau"], steps["rho"], steps["delta"])
+    upper = supap_upper_step(diff, steps["tau"], steps["rho"], steps["delta"], steps["offset"], steps["start"])
     rank = 1 + (torch.where(level_j < level_k, upper, exact) * counted).sum(-1)
 
     hrank_steps = exact
@@ -111,6 +113,8 @@ def hap_surrogate(
     gamma: float = 0.5,
     with_hrank: bool = True,
     chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
 ) -> tuple[Tensor, Tensor]:
     """Surrogate H-AP of every query (HAPPIER Eq. 5), differentiable with respect to ``scores``.
 
@@ -121,12 +125,14 @@ def hap_surrogate(
         valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
             when ``None``.
         alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
-        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` (SPEC.md §2).
+        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` ([spec §2][spec-losses]).
         leak, beta, gamma: parameters of the lower bound ``H_lb`` used in ``H-rank``.
         with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
             gradient-free step there, as the authors' configs do.
         chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size` for rows four
             times wider, as this loss keeps about four times as many intermediates as SupAP).
+        offset, start: the jump of ``H^-`` (:func:`~ranklit.functional.ranking.supap_upper_step`; ``None`` and 0.5:
+            the paper; HAPPIER's released configs: 1.44 and 0.5, on iNaturalist 1.0 and 0).
 
     Returns:
         ``(hap, has_relevant)``, both ``[Q]``: the surrogate H-AP (0 for a query without relevant item) and whether
@@ -154,7 +160,8 @@ def hap_surrogate(
     size = resolve_chunk_size(chunk_size, scores.shape[0], _INTERMEDIATES * index.shape[1], scores.shape[1])
     if index.shape[1] == 0:
         return scores.new_zeros(scores.shape[0]), has_relevant
-    steps = {"tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma}
+    steps = {"tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma,
+             "offset": check_offset(offset), "start": check_in_range("start", start, 0.0, math.inf)}  # fmt: skip
     chunk_fn = partial(_hap_per_query, steps=steps, with_hrank=with_hrank)
     hap = map_query_chunks(chunk_fn, scores, levels, rel, valid, index, ranked, chunk_size=size)
     return hap, has_relevant
@@ -175,6 +182,8 @@ def hap_loss(
     gamma: float = 0.5,
     with_hrank: bool = True,
     chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
 ) -> Tensor:
     """H-AP surrogate loss ``mean_q (1 - H-AP^s_q)`` over the queries that have a relevant item.
 
@@ -190,7 +199,7 @@ def hap_loss(
     """
     hap, has_relevant = hap_surrogate(
         scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta,
-        leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size,
+        leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start,
     )  # fmt: skip
     if not bool(has_relevant.any()):
         raise ValueError(

@@ -1,65 +1,72 @@
-"""H-AP, ASI and NDCG (SPEC.md §1), and the per-level binary metrics of hierarchical labels, from the ranks of the
-relevant items only.
+"""H-AP, ASI and NDCG ([spec §1][spec-metrics]), and the per-level binary metrics of hierarchical labels, from the
+ranks of the relevant items only.
 
 Every one of these metrics is a function of the items of level ``>= 1`` (same coarsest label: ``Omega+``): their
 levels, their ranks in the whole retrieval set, and how many relevant items of each level score at least as high.
 Level-0 items only push the relevant ones down, which their ranks already count. So, as for the binary metrics of
 :mod:`ranklit.functional.positive_ranks`, only the ``R`` relevant items of a query are sorted and each rank is a count
-over the row: no row is sorted. Ties stay pessimistic: an item's rank is the last position of its group of equal
-scores (``rank(k) = #{j : s_j >= s_k}``), and "the top ``k``" is the set of items whose rank is at most ``k`` (a tie
-group straddling position ``k`` is left out entirely).
+over the row: no row is sorted. Ties follow the policy of [spec §0][spec-ties]: under ``"pessimistic"`` (resp.
+``"optimistic"``) the items of a group of equal scores are ordered by increasing (resp. decreasing) level, level-0
+items first (resp. last), and every metric reads that ordering; under ``"average"`` every metric is its expectation
+over the uniformly random orderings of the tie groups (closed forms, and hypergeometric draws for ASI).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ranklit.functional.positive_ranks import binary_query_metrics, count_at_least, sort_positive_scores
+from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_query_metrics
+from ranklit.functional.positive_ranks import count_at_least, sort_positive_scores
 from ranklit.functional.relevance import relevance
+from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
 __all__ = ["RelevantRanking", "rank_relevant_items", "level_binary_metrics", "hierarchical_query_metrics"]
 
 
-def _discount_table(size: int, device: torch.device) -> Tensor:
-    """``D[m] = sum_{p=1..m} 1 / log2(1 + p)``, ``D[0] = 0``."""
-    positions = torch.arange(1, size + 1, dtype=torch.float64, device=device)
-    return torch.cat([positions.new_zeros(1), (1.0 / torch.log2(1.0 + positions)).cumsum(0)])
-
-
 @dataclass(frozen=True)
 class RelevantRanking:
-    """The relevant items of each query of a chunk, by decreasing score, ranked in the whole retrieval set.
+    """The relevant items of each query of a chunk, by decreasing score, counted in the whole retrieval set.
 
-    Per-level quantities are lists of ``L`` tensors (level ``v = 1..L``).
+    Within a tie group the items are ordered by the policy (``"pessimistic"``: increasing level; ``"optimistic"``:
+    decreasing level; ``"average"``: any order, the metrics average over all).
 
     Attributes:
-        levels: ``[C, R]`` levels of the relevant items in decreasing score order (padding: level 0, at the end).
+        descending: ``[C, R]`` their scores (``-inf`` padding at the end).
+        levels: ``[C, R]`` their levels (padding: 0).
         valid: ``[C, R]`` which entries are real.
-        rank: ``[C, R]`` float64 pessimistic rank ``#{j : s_j >= s_k}`` in the whole retrieval set (padding: 1).
-        at_or_above: ``L x [C, R]`` float64, number of items of level ``v`` scoring at least as high as the entry.
+        at_least: ``[C, R]`` int64 ``#{j : s_j >= s_k}`` in the whole retrieval set.
+        above: ``[C, R]`` int64 ``#{j : s_j > s_k}`` (``None`` under ``"pessimistic"``).
         per_level: ``[C, L]`` float64, ``|Omega^(v)|`` for ``v = 1..L``.
+        ties: the tie policy.
     """
 
+    descending: Tensor
     levels: Tensor
     valid: Tensor
-    rank: Tensor
-    at_or_above: list[Tensor]
+    at_least: Tensor
+    above: Tensor | None
     per_level: Tensor
+    ties: str
 
     @property
     def num_levels(self) -> int:
         """``L``."""
         return int(self.per_level.shape[1])
 
+    def tied(self, positive: Tensor) -> TiedPositives:
+        """The entries marked ``positive`` as :class:`~ranklit.functional.ties.TiedPositives` under the policy."""
+        return tie_positives(self.descending, positive & self.valid, self.at_least, self.above, self.ties)
+
 
 def rank_relevant_items(
-    scores: Tensor, index: Tensor, valid: Tensor, levels: Tensor, num_levels: int
+    scores: Tensor, index: Tensor, valid: Tensor, levels: Tensor, num_levels: int, ties: str = "pessimistic"
 ) -> RelevantRanking:
-    """Sort the relevant items of each row and rank them in the whole row.
+    """Sort the relevant items of each row and count, for each, the items of the row scoring at least as high.
 
     Args:
         scores: ``[C, N]`` scores of a chunk of queries; removed items hold ``-inf`` (they are never relevant).
@@ -67,50 +74,49 @@ def rank_relevant_items(
         valid: ``[C, P]`` which entries of ``index`` are real.
         levels: ``[C, P]`` their levels (``>= 1``).
         num_levels: ``L``.
+        ties: the tie policy ([spec §0][spec-ties]).
 
-    Cost: a sort of the ``P`` candidates and one count per candidate over the row
-    (:func:`~ranklit.functional.positive_ranks.count_at_least`); memory ``O(C * (N + P * L))``.
+    Cost: a sort of the ``P`` candidates and one count per candidate over the row (two unless pessimistic;
+    :func:`~ranklit.functional.positive_ranks.count_at_least`); memory ``O(C * (N + P * L))``.
 
     Example:
         >>> s = torch.tensor([[6.0, 5, 4, 3, 2, 1]])
         >>> ranking = rank_relevant_items(s, torch.tensor([[4, 0, 1, 3]]), torch.ones(1, 4, dtype=torch.bool),
         ...                               torch.tensor([[1, 1, 2, 2]]), num_levels=2)
-        >>> ranking.levels.tolist(), ranking.rank.tolist(), ranking.at_or_above[1].tolist()
-        ([[1, 2, 2, 1]], [[1.0, 2.0, 4.0, 5.0]], [[0.0, 1.0, 2.0, 2.0]])
+        >>> ranking.levels.tolist(), ranking.at_least.tolist()
+        ([[1, 2, 2, 1]], [[1, 2, 4, 5]])
     """
     descending, _, valid, order = sort_positive_scores(scores, index, valid)
     levels = torch.where(valid, levels.gather(1, order), 0)
-    rank = torch.where(valid, count_at_least(scores, descending), 1).to(torch.float64)
-    num_queries, width = descending.shape
-    position = torch.arange(width, device=scores.device).expand(num_queries, width)
-    is_end = torch.ones_like(valid)
-    is_end[:, :-1] = descending[:, :-1] != descending[:, 1:]  # the padding (-inf) never ties with a real score
-    group_end = torch.where(is_end, position, width).flip(1).cummin(1).values.flip(1)
-    cumulative = [(levels == v).to(torch.int32).cumsum(1, dtype=torch.int32) for v in range(1, num_levels + 1)]
+    at_least = torch.where(valid, count_at_least(scores, descending), 0)
+    above = None
+    if ties != "pessimistic":
+        above = torch.where(valid, count_at_least(scores, strictly_above_thresholds(descending)), 0)
+    if ties != "average" and descending.shape[1] > 1:  # order each tie group by level
+        new_group = torch.ones_like(valid)
+        new_group[:, 1:] = descending[:, 1:] != descending[:, :-1]
+        within = levels if ties == "pessimistic" else num_levels - levels
+        order = torch.argsort(new_group.long().cumsum(1) * (num_levels + 1) + within, dim=1, stable=True)
+        descending, levels, valid = descending.gather(1, order), levels.gather(1, order), valid.gather(1, order)
+        at_least = at_least.gather(1, order)
+        above = None if above is None else above.gather(1, order)
     per_level = torch.stack([(levels == v).sum(1) for v in range(1, num_levels + 1)], 1).to(torch.float64)
-    return RelevantRanking(
-        levels=levels,
-        valid=valid,
-        rank=rank,
-        at_or_above=[counts.gather(1, group_end).to(torch.float64) for counts in cumulative],
-        per_level=per_level,
-    )
+    return RelevantRanking(descending, levels, valid, at_least, above, per_level, ties)
 
 
-def level_binary_metrics(ranking: RelevantRanking, column: int, recall_at: tuple[int, ...]) -> dict[str, Tensor]:
-    """AP, mAP@R, P@1, Recall@k where positive = same label at column ``column`` (level >= L - column).
+def level_binary_metrics(
+    ranking: RelevantRanking, column: int, cutoffs: Mapping[str, tuple[int, ...]]
+) -> dict[str, Tensor]:
+    """The binary metrics where positive = same label in column ``column`` (level ``>= L - column``).
 
-    The positives of every column are relevant items, so each column costs ``O(C * R * L)`` once they are ranked.
+    The positives of every column are relevant items, so each column costs ``O(C * R)`` once they are ranked.
     """
-    min_level = ranking.num_levels - column
-    positives = ranking.levels >= min_level
-    rank_pos = sum(ranking.at_or_above[v - 1] for v in range(min_level + 1, ranking.num_levels + 1))
-    rank_pos = ranking.at_or_above[min_level - 1] + rank_pos
-    return binary_query_metrics(ranking.rank, rank_pos, positives, recall_at)
+    positive = ranking.levels >= ranking.num_levels - column
+    return binary_query_metrics(ranking.tied(positive), cutoffs)
 
 
 def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[str, Tensor]:
-    """Per-query H-AP, ASI and NDCG.
+    """Per-query H-AP, ASI and NDCG under the ranking's tie policy.
 
     ::
 
@@ -120,7 +126,9 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         NDCG = sum_k (2^level(k) - 1) / log2(1 + rank(k)) / IDCG                             (full list)
 
     with ``rel`` the relevance of HAPPIER Eq. 4 (:func:`ranklit.functional.relevance.relevance`), ``Omega+`` the
-    items of level >= 1 and ``R = |Omega+|``.
+    items of level >= 1 and ``R = |Omega+|``. Under ``"average"``: H-AP and NDCG in closed form (each position of a
+    tie group equally likely for each member), ASI from the hypergeometric law of the levels drawn from the tie group
+    straddling position ``k`` (``O(C R L Y)`` with ``Y`` the most items of one level in a tie group).
 
     Args:
         ranking: the ranked relevant items (:func:`rank_relevant_items`).
@@ -137,44 +145,42 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         >>> round(float(out["asi"]), 5), round(float(out["ndcg"]), 3)
         (0.47917, 0.785)
     """
-    levels, rank, per_level = ranking.levels, ranking.rank, ranking.per_level
-    num_queries = levels.shape[0]
-    num_levels = ranking.num_levels
-    device = levels.device
+    levels, per_level, num_levels = ranking.levels, ranking.per_level, ranking.num_levels
+    tied = ranking.tied(ranking.valid)
     num_relevant = per_level.sum(1)
     has_positive = num_relevant > 0
-    denominator = num_relevant.clamp(min=1.0)
-
-    # H-AP: the j = k term of H-rank is min(rel(k), rel(k)) = rel(k), so H-rank sums over all j with s_j >= s_k.
     rel = relevance(levels, num_levels, alpha=alpha, valid=ranking.valid)
-    level_rel = torch.zeros(num_queries, num_levels + 1, dtype=torch.float64, device=device)
+    level_rel = torch.zeros(levels.shape[0], num_levels + 1, dtype=torch.float64, device=levels.device)
     level_rel = level_rel.scatter_reduce(1, levels, rel, reduce="amax")
-    h_rank = torch.zeros_like(rel)
-    for v in range(1, num_levels + 1):
-        h_rank += torch.minimum(rel, level_rel[:, v : v + 1]) * ranking.at_or_above[v - 1]
-    hap = (h_rank / rank).sum(1) / rel.sum(1).clamp(min=torch.finfo(torch.float64).tiny)
+    weights = [torch.minimum(rel, level_rel[:, v : v + 1]) for v in range(1, num_levels + 1)]
+    cumulative = [(levels == v).to(torch.float64).cumsum(1) for v in range(1, num_levels + 1)]
+    gain = torch.where(ranking.valid, torch.pow(2.0, levels.to(torch.float64)) - 1.0, 0.0)
+    if tied.rank is not None:
+        # H-rank sums min(rel(k), rel(j)) over the items at or above k in this ordering (k itself gives rel(k))
+        h_rank = sum(w * c for w, c in zip(weights, cumulative, strict=True))
+        hap_terms = h_rank / tied.rank
+        dcg_terms = gain / torch.log2(1.0 + tied.rank)
+        full_top = tied.rank
+    else:
+        assert tied.above is not None and tied.size is not None
+        start, end = group_bounds(ranking.descending)
+        above_w = sum(w * (c.gather(1, start) - (levels.gather(1, start) == v + 1).to(torch.float64))
+                      for v, (w, c) in enumerate(zip(weights, cumulative, strict=True)))  # fmt: skip
+        group_w = sum(w * c.gather(1, end) for w, c in zip(weights, cumulative, strict=True)) - above_w - rel
+        a, n = tied.above, tied.size
+        harmonic = _harmonic(a, n)
+        hap_terms = ((rel + above_w) * harmonic + group_w / (n - 1.0).clamp(min=1.0) * (n - (a + 1.0) * harmonic)) / n
+        dcg_terms = gain * (_discounts(torch.where(ranking.valid, a + n, 0.0))
+                            - _discounts(torch.where(ranking.valid, a, 0.0))) / n  # fmt: skip
+        full_top = a + n
+    hap = torch.where(ranking.valid, hap_terms, 0.0).sum(1) / rel.sum(1).clamp(min=torch.finfo(torch.float64).tiny)
 
-    # ASI over k = 1..R: top[v][k] = #{items of level v with rank <= k}, a cumulative histogram of the ranks.
-    width = int(num_relevant.max()) if num_queries else 0
-    k = torch.arange(1, width + 1, dtype=torch.float64, device=device)
     above_level = per_level.flip(1).cumsum(1).flip(1) - per_level  # items of a strictly higher level
-    bins = rank.long().clamp(max=width + 1)  # ranks beyond R never reach a top k with k <= R
-    overlap = torch.zeros(num_queries, width, dtype=torch.float64, device=device)
-    for v in range(1, num_levels + 1):
-        histogram = torch.zeros(num_queries, width + 2, dtype=torch.float64, device=device)
-        histogram.scatter_add_(1, bins, (levels == v).to(torch.float64))
-        top = histogram.cumsum(1)[:, 1 : width + 1]
-        ideal = torch.minimum((k - above_level[:, v - 1 : v]).clamp(min=0.0), per_level[:, v - 1 : v])
-        overlap += torch.minimum(top, ideal)
-    overlap = torch.where(k <= num_relevant[:, None], overlap / k, 0.0)
-    asi = overlap.sum(1) / denominator
-
-    # NDCG with gain 2^level - 1; the ideal list puts the levels in decreasing order.
-    dcg = ((torch.pow(2.0, levels.to(torch.float64)) - 1.0) / torch.log2(1.0 + rank)).sum(1)
-    table = _discount_table(width, device)
-    level_gain = torch.pow(2.0, torch.arange(1, num_levels + 1, dtype=torch.float64, device=device)) - 1.0
-    idcg = (level_gain * (table[(above_level + per_level).long()] - table[above_level.long()])).sum(1)
-    ndcg = dcg / idcg.clamp(min=math.ulp(0.0))
+    idcg = (_discounts(above_level + per_level) * _level_gains(num_levels, levels.device)).sum(1) - (
+        _discounts(above_level) * _level_gains(num_levels, levels.device)
+    ).sum(1)
+    ndcg = torch.where(ranking.valid, dcg_terms, 0.0).sum(1) / idcg.clamp(min=math.ulp(0.0))
+    asi = _asi(ranking, tied, full_top, above_level)
     zero = torch.zeros_like(hap)
     return {
         "has_positive": has_positive,
@@ -182,3 +188,71 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         "asi": asi,
         "ndcg": torch.where(has_positive, ndcg, zero),
     }
+
+
+def _level_gains(num_levels: int, device: torch.device) -> Tensor:
+    return torch.pow(2.0, torch.arange(1, num_levels + 1, dtype=torch.float64, device=device)) - 1.0
+
+
+def _asi(ranking: RelevantRanking, tied: TiedPositives, full_top: Tensor, above_level: Tensor) -> Tensor:
+    """ASI over ``k = 1..R``; ``full_top``: the position by which each item is surely in the top ``k``."""
+    levels, per_level, num_levels = ranking.levels, ranking.per_level, ranking.num_levels
+    num_queries = levels.shape[0]
+    device = levels.device
+    num_relevant = per_level.sum(1)
+    width = int(num_relevant.max()) if num_queries else 0
+    k = torch.arange(1, width + 1, dtype=torch.float64, device=device)
+    bins = torch.where(ranking.valid, full_top, width + 1.0).long().clamp(max=width + 1)
+    straddle = None
+    if tied.rank is None:  # "average": the tie group straddling position k draws its items at random
+        straddle = _straddling_groups(ranking, tied, k)
+    overlap = torch.zeros(num_queries, width, dtype=torch.float64, device=device)
+    for v in range(1, num_levels + 1):
+        histogram = torch.zeros(num_queries, width + 2, dtype=torch.float64, device=device)
+        histogram.scatter_add_(1, bins, (levels == v).to(torch.float64))
+        top = histogram.cumsum(1)[:, 1 : width + 1]  # items of level v surely in the top k
+        ideal = torch.minimum((k - above_level[:, v - 1 : v]).clamp(min=0.0), per_level[:, v - 1 : v])
+        if straddle is None:
+            overlap += torch.minimum(top, ideal)
+        else:
+            overlap += _expected_min(top, ideal, straddle, v)
+    overlap = torch.where(k <= num_relevant[:, None], overlap / k, 0.0)
+    return overlap.sum(1) / num_relevant.clamp(min=1.0)
+
+
+def _straddling_groups(ranking: RelevantRanking, tied: TiedPositives, k: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """For every ``k``: size, draws and per-level member counts of the tie group straddling position ``k``.
+
+    Returns ``(size, drawn, members)``: ``[C, K]``, ``[C, K]`` and ``[C, K, L]`` (size 1, nothing drawn where no group
+    straddles ``k``).
+    """
+    assert tied.above is not None and tied.size is not None
+    a = torch.where(ranking.valid, tied.above, math.inf)  # non-decreasing along a row
+    entry = torch.searchsorted(a.contiguous(), k.expand(a.shape[0], -1).contiguous()) - 1  # last entry with a < k
+    inside = entry >= 0
+    entry = entry.clamp(min=0)
+    group_above, size = a.gather(1, entry), tied.size.gather(1, entry)
+    inside &= k < group_above + size
+    start, end = group_bounds(ranking.descending)
+    members = []
+    for v in range(1, ranking.num_levels + 1):
+        count = (ranking.levels == v).to(torch.float64).cumsum(1)
+        in_group = count.gather(1, end) - count.gather(1, start) + (ranking.levels.gather(1, start) == v).double()
+        members.append(torch.where(inside, in_group.gather(1, entry), 0.0))
+    return torch.where(inside, size, 1.0), torch.where(inside, k - group_above, 0.0), torch.stack(members, -1)
+
+
+def _expected_min(top: Tensor, ideal: Tensor, straddle: tuple[Tensor, Tensor, Tensor], level: int) -> Tensor:
+    """``E[min(top + Y, ideal)]`` with ``Y`` hypergeometric: ``drawn`` of ``size`` items, ``members`` of level v."""
+    size, drawn, members = straddle[0], straddle[1], straddle[2][..., level - 1]
+    others = size - members
+    log_total = torch.lgamma(size + 1) - torch.lgamma(drawn + 1) - torch.lgamma(size - drawn + 1)
+    expected = torch.zeros_like(top)
+    for y in range(int(members.max()) + 1 if members.numel() else 1):
+        rest = drawn - y
+        possible = (y <= members) & (rest >= 0) & (rest <= others)
+        log_p = (torch.lgamma(members + 1) - math.lgamma(y + 1) - torch.lgamma((members - y).clamp(min=0.0) + 1)
+                 + torch.lgamma(others + 1) - torch.lgamma(rest.clamp(min=0.0) + 1)
+                 - torch.lgamma((others - rest).clamp(min=0.0) + 1) - log_total)  # fmt: skip
+        expected += torch.where(possible, torch.exp(log_p), 0.0) * torch.minimum(top + y, ideal)
+    return expected

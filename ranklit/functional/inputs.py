@@ -2,13 +2,13 @@
 
 A *retrieval problem* is a set of queries (embeddings ``[Q, D]``, labels ``[Q]`` or ``[Q, L]``) ranked against a
 retrieval set (``[N, D]``, ``[N]`` or ``[N, L]``). Without a separate retrieval set the queries rank the batch itself
-and each query is excluded from its own ranking (SPEC.md §0). With one, an item is excluded from a query's ranking
-when its id equals the query's id.
+and each query is excluded from its own ranking ([spec §0][spec-conventions]). With one, an item is excluded from a
+query's ranking when its id equals the query's id.
 
 Embeddings are L2-normalised here by default (``normalize=True``), inside the autograd graph, so raw network
-features give cosine scores and their gradients flow through the normalisation (SPEC.md §0); ``normalize=False``
-keeps raw dot products. Labels must be integer tensors (a float or bool label is refused, never cast). This module is
-the one place where losses, metrics and the functional API check what they receive.
+features give cosine scores and their gradients flow through the normalisation ([spec §0][spec-conventions]);
+``normalize=False`` keeps raw dot products. Labels must be integer tensors (a float or bool label is refused, never
+cast). This module is the one place where losses, metrics and the functional API check what they receive.
 
 Labels are always handled as a ``[*, L]`` integer matrix, column 0 the finest level. The *level* of an item with
 respect to a query is the number of columns, counted from the coarsest, on which they agree (``L`` = same fine label,
@@ -30,6 +30,7 @@ __all__ = [
     "compute_dtype",
     "check_chunk_size",
     "check_flag",
+    "check_choice",
     "check_embeddings",
     "check_labels",
     "check_ids",
@@ -188,6 +189,17 @@ def check_flag(value: bool, name: str) -> bool:
     """
     if not isinstance(value, bool):
         raise TypeError(f"`{name}` must be True or False, got {value!r}.")
+    return value
+
+
+def check_choice(value: str, choices: tuple[str, ...], name: str, meaning: str) -> str:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``; ``meaning`` says what the choices are.
+
+    >>> check_choice("class", ("query", "class"), "average", "the mean over queries or classes")
+    'class'
+    """
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices} ({meaning}), got {value!r}.")
     return value
 
 

@@ -105,9 +105,9 @@ def revisited_map(
         gnd: one mapping per query with ``'easy'``, ``'hard'`` and ``'junk'`` lists of gallery indices (the ``gnd``
             entries of revisitop's ``gnd_roxford5k.pkl``; other keys such as ``'bbx'`` are ignored).
         precision_at: the ``k`` of the mP@k reported (revisitop: 1, 5, 10).
-        trapezoid: ``False`` = the exact AP of SPEC.md §1 (``(1/R) sum rank+/rank``); ``True`` = revisitop's
-            ``compute_ap``, which averages the precision just before and at each positive (trapezoidal rule), to
-            compare with published numbers (they differ by up to ~1 point).
+        trapezoid: ``False`` = the exact AP ([spec §1][spec-metrics], ``(1/R) sum rank+/rank``); ``True`` =
+            revisitop's ``compute_ap``, which averages the precision just before and at each positive (trapezoidal
+            rule), to compare with published numbers (they differ by up to ~1 point).
         chunk_size: queries per chunk (``None`` = automatic).
 
     Returns:

@@ -3,7 +3,7 @@
 Every functional loss takes ``scores`` ``[Q, N]`` (query ``q`` against item ``j`` of its retrieval set), a boolean
 ``positives`` mask ``[Q, N]`` and an optional boolean ``valid`` mask ``[Q, N]`` (``False`` = the item is removed from
 that query's ranking, e.g. the query itself). The helpers here validate those arguments and hyper-parameters with
-plain-sentence errors, and average per-query values over the queries that have a positive (SPEC.md §0).
+plain-sentence errors, and average per-query values over the queries that have a positive ([spec §0][spec-conventions]).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ranklit.functional.inputs import check_chunk_size
 from ranklit.functional.ranking import default_chunk_size
 
 __all__ = [
+    "check_offset",
     "check_score_masks",
     "require_positive_queries",
     "query_mean",
@@ -98,6 +99,15 @@ def check_in_range(name: str, value: float, low: float, high: float) -> float:
     if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
         raise ValueError(f"`{name}` must be a number in [{low}, {high}], got {value!r}.")
     return float(value)
+
+
+def check_offset(offset: float | None) -> float | None:
+    """``None`` or a finite number >= 0: the value of SupAP's ``H^-`` just after ``delta`` ([spec §2][spec-losses]).
+
+    >>> check_offset(1.44), check_offset(None)
+    (1.44, None)
+    """
+    return None if offset is None else check_in_range("offset", offset, 0.0, math.inf)
 
 
 def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int, num_refs: int) -> int:

@@ -1,14 +1,14 @@
-"""Exact retrieval metrics over the full ranking, in memory-bounded pieces (SPEC.md §1).
+"""Exact retrieval metrics over the full ranking, in memory-bounded pieces ([spec §1][spec-metrics]).
 
 :func:`retrieval_metrics` takes one of three paths:
 
 * flat labels, the items ranking each other (no gallery, no junk, distinct ids): every pair's score is computed once,
   in class-aligned tiles, and each positive's rank is a count of the items scoring at least as high
-  (:func:`ranklit.functional.symmetric_ranks.symmetric_positive_ranks`) -> AP, mAP@R, P@1, Recall@k. Half the score
-  matrix, no row ever sorted;
+  (:func:`ranklit.functional.symmetric_ranks.symmetric_positive_counts`) -> every binary metric
+  (:mod:`ranklit.functional.binary_metrics`). Half the score matrix, no row ever sorted;
 * flat labels otherwise: a chunk of queries is scored against the whole retrieval set with one matrix product, the
   excluded items (the query itself, junk) are removed, and the positives are ranked the same way without sorting the
-  row (:func:`ranklit.functional.positive_ranks.positive_ranks`);
+  row (:func:`ranklit.functional.positive_ranks.positive_counts`);
 * hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
   (:mod:`ranklit.functional.hierarchical_metrics`).
@@ -19,13 +19,13 @@ labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on t
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,
     level_binary_metrics,
@@ -38,84 +38,39 @@ from ranklit.functional.inputs import (
     levels_between,
     prepare_inputs,
 )
-from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
+from ranklit.functional.metric_options import (
+    AVERAGES,
+    check_average,
+    check_cutoffs,
+    check_junk,
+    check_recall_at,
+    metrics_chunk_size,
+)
+from ranklit.functional.positive_ranks import SortedKeys, positive_counts
+from ranklit.functional.query_values import QueryValues
 from ranklit.functional.sharding import QueryShard
-from ranklit.functional.symmetric_ranks import symmetric_positive_ranks, symmetric_tile_size
+from ranklit.functional.symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
+from ranklit.functional.ties import check_ties, tie_positives
 
-__all__ = ["retrieval_metrics", "retrieval_metric_tensors", "nan_metrics", "check_recall_at", "metrics_chunk_size"]
-
-_CPU_CHUNK_BYTES = 256 * 2**20
-
-
-def check_recall_at(recall_at: Sequence[int]) -> tuple[int, ...]:
-    """Validate the cut-offs of Recall@k: a non-empty sequence of positive integers.
-
-    >>> check_recall_at([4, 1, 4])
-    (1, 4)
-    """
-    values = tuple(recall_at) if isinstance(recall_at, Sequence) and not isinstance(recall_at, str) else None
-    if not values or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in values):
-        raise ValueError(
-            f"`recall_at` must be a non-empty sequence of positive integers, e.g. (1, 2, 4, 8), got {recall_at!r}."
-        )
-    return tuple(sorted(set(values)))
-
-
-def metrics_chunk_size(
-    num_queries: int, num_refs: int, num_levels: int, device: torch.device, max_relevant: int | None = None
-) -> int:
-    """Queries per chunk so one chunk's working tensors fit in a quarter of the free memory.
-
-    A query costs about ``32 N`` bytes (its scores and comparison flags) plus, with hierarchical labels,
-    ``96 + 16 L`` bytes per relevant item (levels, per-level counts, float64 terms), of which it has at most
-    ``max_relevant`` (default ``N``). On CPU the chunk is also capped at 256 MiB (the comparison passes run over
-    cache-sized tiles of it).
-
-    >>> metrics_chunk_size(100, 1000, 1, torch.device("cpu"))
-    100
-    """
-    relevant = num_refs if max_relevant is None else max_relevant
-    bytes_per_query = 32 * num_refs + (0 if num_levels == 1 else (96 + 16 * num_levels) * relevant)
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        budget = free // 4
-    else:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
-        budget = min(_CPU_CHUNK_BYTES, available // 4) if available > 0 else _CPU_CHUNK_BYTES
-    return max(1, min(num_queries, budget // max(1, bytes_per_query)))
-
-
-def _check_junk(junk: Tensor | None, num_queries: int, num_refs: int, device: torch.device) -> Tensor | None:
-    if junk is None:
-        return None
-    if not isinstance(junk, Tensor) or junk.dtype != torch.bool or tuple(junk.shape) != (num_queries, num_refs):
-        got = (junk.dtype, tuple(junk.shape)) if isinstance(junk, Tensor) else type(junk).__name__
-        raise ValueError(
-            f"`junk` must be a [Q, N] = [{num_queries}, {num_refs}] bool tensor marking the items removed from each "
-            f"query's ranking, got {got}."
-        )
-    return junk.to(device)
+__all__ = [
+    "retrieval_metrics",
+    "retrieval_metric_tensors",
+    "nan_metrics",
+    "check_cutoffs",
+    "check_recall_at",
+    "check_average",
+    "metrics_chunk_size",
+    "AVERAGES",
+]
 
 
 def _unique(ids: Tensor | None) -> bool:
     return ids is not None and torch.unique(ids).numel() == ids.numel()
 
 
-def _accumulate(totals: dict[str, Tensor], values: dict[str, Tensor], suffix: str = "") -> None:
-    mask = values["has_positive"]
-    for key, value in values.items():
-        name = f"{key}{suffix}"
-        total = value.to(torch.float64)[mask].sum() if key != "has_positive" else mask.sum().to(torch.float64)
-        totals[name] = totals[name] + total if name in totals else total
-
-
-def _binary_keys(recall_at: tuple[int, ...]) -> list[str]:
-    return ["map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)]
-
-
-def _total_keys(num_levels: int, recall_at: tuple[int, ...]) -> list[str]:
-    """The names of the per-query sums accumulated for ``num_levels`` label columns (``has_positive*`` = counts)."""
-    binary = ["has_positive", *_binary_keys(recall_at)]
+def _total_keys(num_levels: int, cutoffs: dict[str, tuple[int, ...]]) -> list[str]:
+    """The rows of the per-query table for ``num_levels`` label columns (``has_positive*`` = flags)."""
+    binary = ["has_positive", *binary_keys(cutoffs)]
     if num_levels == 1:
         return binary
     hierarchical = [f"{key}_hier" for key in ("has_positive", "hap", "asi", "ndcg")]
@@ -131,29 +86,36 @@ def retrieval_metrics(
     ids: Tensor | None = None,
     ref_ids: Tensor | None = None,
     recall_at: Sequence[int] = (1, 2, 4, 8),
+    ndcg_at: Sequence[int] = (10,),
     alpha: float = 1.0,
+    ties: str = "pessimistic",
+    average: str = "query",
     chunk_size: int | None = None,
     junk: Tensor | None = None,
     normalize: bool = True,
 ) -> dict[str, float | int]:
-    """Exact retrieval metrics of every query over its full ranking (SPEC.md §1; ties pessimistic).
+    """Exact retrieval metrics of every query over its full ranking ([spec §1][spec-metrics]).
 
     Keys (python floats, means over the queries that have a positive):
 
-    * ``map``, ``map_at_r``, ``precision_at_1``, ``recall_at_{k}`` for each ``k`` in ``recall_at``. With ``[N, L]``
-      labels these use the finest level: positive = same label in column 0.
-    * with ``[N, L]`` labels, ``L > 1``: ``hap`` (H-AP, relevance exponent ``alpha``), ``asi``, ``ndcg`` (positives:
-      level >= 1), and ``map_level{h}``, ``map_at_r_level{h}``, ``precision_at_1_level{h}``, ``recall_at_{k}_level{h}``
-      for every column ``h`` (positive = same label in column ``h``; ``level0`` equals the top-level keys).
+    * ``map``, ``map_at_r``, ``precision_at_1``, ``recall_at_{k}`` for each ``k`` in ``recall_at`` (the
+      deep-metric-learning Recall@k: a positive in the top ``k``, torchmetrics' ``RetrievalHitRate``, not its
+      ``RetrievalRecall``), ``r_precision``, ``mrr`` and ``ndcg_at_{k}`` for each ``k`` in ``ndcg_at`` (binary gains).
+      With ``[N, L]`` labels these use the finest level: positive = same label in column 0.
+    * with ``[N, L]`` labels, ``L > 1``: ``hap`` (H-AP, relevance exponent ``alpha``), ``asi``, ``ndcg`` (graded gains
+      ``2^level - 1``, full list; positives: level >= 1), and every binary key with the suffix ``_level{h}`` for every
+      column ``h`` (positive = same label in column ``h``; ``level0`` equals the top-level keys).
     * ``num_queries`` (int): all queries; ``num_queries_without_positive`` (int): queries with no positive in column 0,
       left out of every mean (coarser columns have at least as many positives, so no metric leaves out more).
 
     When no query has a positive, the means are NaN (a ``UserWarning`` says so) and the counts say why: the metrics
     are undefined, which is not an error (e.g. one validation batch of a single class).
 
-    Ties are pessimistic (SPEC.md §0): every member of a group of equal scores takes the last rank of the group, so
-    two positives tied at the top both have rank 2 and P@1 is 0 for that query. Scores are computed in float32 (float64
-    if the embeddings are float64); ties are exact equalities of those scores.
+    **Ties** ([spec §0][spec-ties]): ``"pessimistic"`` (default) = the value under the worst ordering of each group of
+    equal scores (its negatives first: two positives tied at the top give P@1 = 1; never above any ordering, so ties
+    cannot inflate a result), ``"average"`` = the expectation over uniformly random orderings (closed form; as
+    scikit-learn's ``ndcg_score``), ``"optimistic"`` = the best ordering. Scores are computed in float32 (float64 if
+    the embeddings are float64) and ties are exact equalities of those scores: which scores tie depends on the dtype.
 
     Args:
         embeddings: ``[Q, D]`` query embeddings; L2-normalised here (cosine scores) unless ``normalize=False``.
@@ -164,7 +126,13 @@ def retrieval_metrics(
             when there is a gallery; without a gallery it defaults to the positions).
         ref_ids: ``[N]`` gallery ids.
         recall_at: cut-offs of Recall@k.
+        ndcg_at: cut-offs of NDCG@k.
         alpha: relevance exponent of H-AP (HAPPIER Eq. 4).
+        ties: ``"pessimistic"``, ``"average"`` or ``"optimistic"`` (the last two count, for each positive, the items
+            scoring strictly higher too: about twice the counting work).
+        average: ``"query"`` (default): mean over the queries; ``"class"``: mean over the classes (finest label) of
+            the per-class means (pytorch-metric-learning's ``avg_of_avgs``). Per-query values:
+            :func:`retrieval_metric_tensors` with ``per_query=True``.
         chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`). On the
             symmetric path (flat labels, no gallery, no junk, distinct ids) it is the tile side instead (``None``:
             :func:`~ranklit.functional.symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
@@ -176,22 +144,24 @@ def retrieval_metrics(
         The dictionary of metrics described above (:func:`retrieval_metric_tensors` gives the same as tensors).
 
     Raises:
-        ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, or ids that are all
-            equal.
+        ValueError: mismatched lengths, non-finite embeddings, an inconsistent label hierarchy, ids that are all
+            equal, or an unknown option value.
 
     Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
     ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives (hierarchical: relevant items) per query,
-    ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)``.
+    ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)`` and the
+    ``[K, Q]`` float64 table of per-query values (:class:`~ranklit.functional.query_values.QueryValues`).
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
         >>> out = retrieval_metrics(e, torch.tensor([0, 0, 1, 1]), recall_at=(1,))
-        >>> out["map"], out["recall_at_1"], out["num_queries"]
-        (1.0, 1.0, 4)
+        >>> out["map"], out["recall_at_1"], out["mrr"], out["num_queries"]
+        (1.0, 1.0, 1.0, 4)
     """
     values = retrieval_metric_tensors(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
-        recall_at=recall_at, alpha=alpha, chunk_size=chunk_size, junk=junk, normalize=normalize,
+        recall_at=recall_at, ndcg_at=ndcg_at, alpha=alpha, ties=ties, average=average, chunk_size=chunk_size,
+        junk=junk, normalize=normalize,
     )  # fmt: skip
     return {key: int(value) if key.startswith("num_") else float(value) for key, value in values.items()}
 
@@ -205,7 +175,11 @@ def retrieval_metric_tensors(
     ids: Tensor | None = None,
     ref_ids: Tensor | None = None,
     recall_at: Sequence[int] = (1, 2, 4, 8),
+    ndcg_at: Sequence[int] = (10,),
     alpha: float = 1.0,
+    ties: str = "pessimistic",
+    average: str = "query",
+    per_query: bool = False,
     chunk_size: int | None = None,
     junk: Tensor | None = None,
     normalize: bool = True,
@@ -213,23 +187,24 @@ def retrieval_metric_tensors(
 ) -> dict[str, Tensor]:
     """:func:`retrieval_metrics` as 0-dim float64 tensors on the embeddings' device (counts too, as exact floats).
 
-    With ``shard`` (a :class:`~ranklit.functional.sharding.QueryShard`, used by ``RetrievalMetrics`` under DDP)
-    every process holds the whole problem and evaluates its share of it; the shares' sums and counts are all-reduced,
-    so every process returns the whole result while doing about ``1 / world_size`` of the work:
+    With ``per_query=True`` every metric key holds instead the ``[Q]`` values of the queries, in their input order
+    (NaN for a query without a positive in that key's column); the two counts stay 0-dim.
 
-    * symmetric path: the off-diagonal score tiles are dealt to the processes in turn; the integer rank counts are
-      all-reduced, then every process finishes the (cheap) metrics of every query. The counts, hence the result, are
-      exactly those of one process (the diagonal tiles, about ``tile / N`` of the work, are computed by every process);
-    * row-by-row paths: process ``r`` evaluates the queries ``r, r + W, ...`` of the order by class size (balanced
-      shares) and the per-key float64 sums are all-reduced: counts exact, means equal to one process up to the
-      float64 summation order (about ``1e-16`` relative).
+    With ``shard`` (a :class:`~ranklit.functional.sharding.QueryShard`, used by ``RetrievalMetrics`` under DDP)
+    every process holds the whole problem and evaluates its share of it, without duplicated work: on the symmetric
+    path each process computes a disjoint share of the score tiles (diagonal ones included) and the integer counts
+    are all-reduced; on the row-by-row paths process ``r`` evaluates the queries ``r, r + W, ...`` of the order by
+    class size. Every query's values are computed by one process and gathered exactly, so every process returns the
+    same result: the single-process one bit for bit on the symmetric path; on the row-by-row paths up to the rounding
+    of the score products (a BLAS library may round a row's dot products differently in a chunk of other rows).
 
     Example:
         >>> out = retrieval_metric_tensors(torch.eye(3), torch.tensor([0, 0, 1]), recall_at=(1,))
         >>> out["map"].item(), out["num_queries_without_positive"].item()
         (0.5, 1.0)
     """
-    recall_at = check_recall_at(recall_at)
+    cutoffs = {"recall_at": check_recall_at(recall_at), "ndcg_at": check_cutoffs(ndcg_at, "ndcg_at")}
+    ties, average = check_ties(ties), check_average(average)
     check_chunk_size(chunk_size)
     x = prepare_inputs(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
@@ -241,20 +216,26 @@ def retrieval_metric_tensors(
         check_hierarchy(x.query_labels if ref_embeddings is None else torch.cat([x.query_labels, x.ref_labels]))
     if ref_embeddings is None and ids is not None and x.query_ids is not None:
         check_distinct_ids(x.query_ids, "ids")
-    junk = _check_junk(junk, num_queries, num_refs, x.queries.device)
+    junk = check_junk(junk, num_queries, num_refs, x.queries.device)
     # positives (flat) or relevant items (hierarchical): same label in the coarsest column
     label_keys = SortedKeys(x.ref_labels[:, -1])
     class_sizes = label_keys.count(x.query_labels[:, -1])
     largest_class = int(class_sizes.max())
-    totals: dict[str, Tensor] = {}
+    table = QueryValues(_total_keys(num_levels, cutoffs), num_queries, x.queries.device)
+    strict = ties != "pessimistic"
+    finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
     if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:
             tile = shard.agree_min(tile)
         if largest_class <= tile:  # else a tile would have to hold a whole class: rank row by row
-            for ranks in symmetric_positive_ranks(x.queries, x.query_labels[:, 0], tile, shard=shard):
-                _accumulate(totals, binary_query_metrics(*ranks, recall_at))
-            return _finalise(totals, num_queries, num_levels, recall_at, x.queries.device)
+            blocks = symmetric_positive_counts(x.queries, x.query_labels[:, 0], tile, strict=strict, shard=shard)
+            for rows, descending, valid, at_least, above in blocks:
+                tied = tie_positives(descending, valid, at_least, above, ties)
+                table.store(binary_query_metrics(tied, cutoffs), rows)
+            if shard is not None:
+                table.all_reduce(shard)
+            return _finalise(table, *finish)
     chunk = chunk_size or metrics_chunk_size(
         num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
     )
@@ -274,48 +255,51 @@ def retrieval_metric_tensors(
             scores.masked_fill_(junk[rows], float("-inf"))
         index, valid = label_keys.match(x.query_labels[rows, -1])
         if num_levels == 1:
-            _accumulate(totals, binary_query_metrics(*positive_ranks(scores, index, valid), recall_at))
+            descending, valid, at_least, above = positive_counts(scores, index, valid, strict=strict)
+            table.store(binary_query_metrics(tie_positives(descending, valid, at_least, above, ties), cutoffs), rows)
         else:  # the ranked relevant items serve H-AP, ASI, NDCG and the binary metrics of every column
             levels = levels_between(x.query_labels[rows], x.ref_labels[index])
-            ranking = rank_relevant_items(scores, index, valid, levels, num_levels)
-            _accumulate(totals, hierarchical_query_metrics(ranking, alpha), "_hier")
+            ranking = rank_relevant_items(scores, index, valid, levels, num_levels, ties)
+            table.store(hierarchical_query_metrics(ranking, alpha), rows, "_hier")
             for h in range(num_levels):
-                _accumulate(totals, level_binary_metrics(ranking, h, recall_at), f"_level{h}")
+                table.store(level_binary_metrics(ranking, h, cutoffs), rows, f"_level{h}")
     if shard is not None:
-        keys = _total_keys(num_levels, recall_at)
-        zero = torch.zeros((), dtype=torch.float64, device=x.queries.device)
-        summed = shard.all_reduce_sum(torch.stack([totals.get(key, zero) for key in keys]))
-        totals = dict(zip(keys, summed.unbind(), strict=True))
-    return _finalise(totals, num_queries, num_levels, recall_at, x.queries.device)
+        table.all_reduce(shard)
+    return _finalise(table, *finish)
 
 
 def nan_metrics(
-    num_queries: int, num_levels: int, recall_at: Sequence[int], device: torch.device | None = None
+    num_queries: int,
+    num_levels: int,
+    recall_at: Sequence[int],
+    device: torch.device | None = None,
+    ndcg_at: Sequence[int] = (10,),
 ) -> dict[str, Tensor]:
     """The keys of :func:`retrieval_metric_tensors` with NaN means: ``num_queries`` queries, none with a positive.
 
     >>> out = nan_metrics(0, 1, (1,))
-    >>> sorted(out), out["map"].isnan().item()
-    (['map', 'map_at_r', 'num_queries', 'num_queries_without_positive', 'precision_at_1', 'recall_at_1'], True)
+    >>> sorted(out)[:4], out["map"].isnan().item()
+    (['map', 'map_at_r', 'mrr', 'ndcg_at_10'], True)
     """
-    recall_at = check_recall_at(recall_at)
-    zero = torch.zeros((), dtype=torch.float64, device=device)
-    return _finalise({key: zero for key in _total_keys(num_levels, recall_at)}, num_queries, num_levels, recall_at,
-                     device, warn=False)  # fmt: skip
+    cutoffs = {"recall_at": check_recall_at(recall_at), "ndcg_at": check_cutoffs(ndcg_at, "ndcg_at")}
+    table = QueryValues(_total_keys(num_levels, cutoffs), 0, device)
+    return _finalise(table, torch.zeros(0, dtype=torch.long, device=device), num_queries, num_levels, cutoffs,
+                     "query", False, warn=False)  # fmt: skip
 
 
 def _finalise(
-    totals: dict[str, Tensor],
+    table: QueryValues,
+    classes: Tensor,
     num_queries: int,
     num_levels: int,
-    recall_at: tuple[int, ...],
-    device: torch.device | None,
+    cutoffs: dict[str, tuple[int, ...]],
+    average: str,
+    per_query: bool,
     warn: bool = True,
 ) -> dict[str, Tensor]:
-    """Means of the per-query sums (0/0 = NaN: no query with a positive) and the two counts."""
+    """Means (or per-query values) of every key, and the two counts."""
     suffix = "" if num_levels == 1 else "_level0"
-    zero = torch.zeros((), dtype=torch.float64, device=device)
-    with_positive = totals.get(f"has_positive{suffix}", zero)
+    with_positive = table.count(f"has_positive{suffix}")
     if warn and int(with_positive) == 0:
         warnings.warn(
             "No query has a positive (an item of the retrieval set with the same finest label): the metrics are NaN. "
@@ -323,17 +307,22 @@ def _finalise(
             UserWarning,
             stacklevel=3,
         )
-    binary = _binary_keys(recall_at)
+
+    def value(key: str, flag: str) -> Tensor:
+        if per_query:
+            return table.per_query(key, flag)
+        return table.mean(key, flag, classes if average == "class" else None)
+
     out: dict[str, Tensor] = {}
+    binary = binary_keys(cutoffs)
     for key in binary:
-        out[key] = totals.get(f"{key}{suffix}", zero) / with_positive
+        out[key] = value(f"{key}{suffix}", f"has_positive{suffix}")
     if num_levels > 1:
         for key in ("hap", "asi", "ndcg"):
-            out[key] = totals.get(f"{key}_hier", zero) / totals.get("has_positive_hier", zero)
+            out[key] = value(f"{key}_hier", "has_positive_hier")
         for h in range(num_levels):
             for key in binary:
-                count = totals.get(f"has_positive_level{h}", zero)
-                out[f"{key}_level{h}"] = totals.get(f"{key}_level{h}", zero) / count
-    out["num_queries"] = torch.tensor(float(num_queries), dtype=torch.float64, device=device)
+                out[f"{key}_level{h}"] = value(f"{key}_level{h}", f"has_positive_level{h}")
+    out["num_queries"] = torch.tensor(float(num_queries), dtype=torch.float64, device=table.table.device)
     out["num_queries_without_positive"] = out["num_queries"] - with_positive
     return out

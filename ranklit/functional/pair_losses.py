@@ -66,7 +66,8 @@ def calibration_loss(
     ``"batch_active"`` is what the ROADMAP code computes (pytorch-metric-learning's ``ContrastiveLoss(pos_margin=alpha,
     neg_margin=beta)`` on cosine similarities with its ``AvgNonZeroReducer``): each hinge term is averaged over the
     pairs of the **whole batch** where it is active (non-zero), then the two are added; a term with no active pair
-    is 0, and every pair of the retrieval set counts, including those of queries without a positive.
+    is 0, and every pair of the retrieval set counts, including those of queries without a positive: a batch without
+    any positive pair gives the negative term alone, as the released code does (where ``"query"`` raises).
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
@@ -90,7 +91,9 @@ def calibration_loss(
     """
     check_margins("alpha", alpha, "beta", beta)
     reduction = check_reduction(reduction)
-    pos_hinge, neg_hinge, positives, negatives, has_positive = _hinges(scores, positives, valid, alpha, beta)
+    pos_hinge, neg_hinge, positives, negatives, has_positive = _hinges(
+        scores, positives, valid, alpha, beta, require_positive=reduction == "query"
+    )
     if reduction == "batch_active":
         pos_active, neg_active = (pos_hinge > 0).sum().clamp(min=1), (neg_hinge > 0).sum().clamp(min=1)
         return pos_hinge.sum() / pos_active + neg_hinge.sum() / neg_active
@@ -132,14 +135,19 @@ def contrastive_loss(
 
 
 def _hinges(
-    scores: Tensor, positives: Tensor, valid: Tensor | None, pos_margin: float, neg_margin: float
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None,
+    pos_margin: float,
+    neg_margin: float,
+    require_positive: bool = True,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """Masked hinges ``[pos_margin - s]_+`` on positives and ``[s - neg_margin]_+`` on negatives, the two masks and
-    the ``[Q]`` mask of queries with a positive."""
+    the ``[Q]`` mask of queries with a positive (``ValueError`` when none has one, if ``require_positive``)."""
     valid = check_score_masks(scores, positives, valid)
     positives = positives & valid
     negatives = valid & ~positives
-    has_positive = require_positive_queries(positives)
+    has_positive = require_positive_queries(positives) if require_positive else positives.any(dim=1)
     zero = torch.zeros_like(scores)
     pos_hinge = torch.where(positives, (pos_margin - scores).clamp(min=0), zero)
     neg_hinge = torch.where(negatives, (scores - neg_margin).clamp(min=0), zero)

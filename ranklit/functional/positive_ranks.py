@@ -1,12 +1,13 @@
-"""Ranks of the positives of each query, without sorting the retrieval set (SPEC.md §0-§1).
+"""Ranks of the positives of each query, without sorting the retrieval set ([spec §0–1][spec-conventions]).
 
-Every binary retrieval metric (AP, mAP@R, Recall@k, P@1) is a function of two numbers per positive ``k``::
+Every binary retrieval metric is a function of a few numbers per positive ``k`` (:mod:`ranklit.functional.ties`)::
 
-    rank(k)  = #{j in Omega  : s_j >= s_k}     (1 + the items scoring at least as high, ties pessimistic)
-    rank+(k) = #{j in Omega+ : s_j >= s_k}
+    a + n = #{j in Omega : s_j >= s_k}     (the items scoring at least as high: above and in its tie group)
+    a     = #{j in Omega : s_j >  s_k}     (needed by the "average" and "optimistic" tie policies only)
 
-so only the positives' scores need ordering: sorting the ``R`` positives of a query and counting, for each of them, the
-items of the row that score at least as high costs ``O(N log R)`` instead of the ``O(N log N)`` of a full sort.
+and of the positives' own scores, so only the positives need ordering: sorting the ``R`` positives of a query and
+counting, for each of them, the items of the row that score at least as high costs ``O(N log R)`` instead of the
+``O(N log N)`` of a full sort.
 
 Items removed from a query's ranking (the query itself, junk) carry the score ``-inf``: they never count in a rank and
 are never positives.
@@ -17,7 +18,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["SortedKeys", "sort_positive_scores", "count_at_least", "positive_ranks", "binary_query_metrics"]
+from ranklit.functional.ties import strictly_above_thresholds, tie_positives
+
+__all__ = ["SortedKeys", "sort_positive_scores", "count_at_least", "positive_counts", "positive_ranks"]
 
 
 class SortedKeys:
@@ -122,23 +125,43 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
     return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
 
 
-def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
-
-    Only the positives are sorted (:func:`sort_positive_scores`); each rank is a count over the row
-    (:func:`count_at_least`).
+def positive_counts(
+    scores: Tensor, index: Tensor, valid: Tensor, *, strict: bool = False
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """The positives of each query by decreasing score, and the items scoring at least as high as each.
 
     Args:
         scores: ``[C, N]`` scores of a chunk of queries; removed items hold ``-inf``.
         index: ``[C, P]`` columns of the candidate positives (see :meth:`SortedKeys.match`).
         valid: ``[C, P]`` which entries of ``index`` are real; positives scoring ``-inf`` (removed) are dropped.
+        strict: also count the items scoring strictly higher (for the ``"average"`` and ``"optimistic"`` ties).
 
     Returns:
-        ``(rank, rank_pos, valid)``, each ``[C, W]`` with ``W`` the most positives of a query: the pessimistic rank of
-        each positive in the retrieval set, its rank among the positives, and which entries are real (the real ones
-        come first in each row). Ranks are ``int64``; entries that are not real hold ``0``.
+        ``(descending, valid, at_least, above)``, each ``[C, W]`` with ``W`` the most positives of a query: the
+        positives' scores in decreasing order, which entries are real (first in each row), ``#{j : s_j >= s}`` and
+        ``#{j : s_j > s}`` (``None`` unless ``strict``) as int64.
 
     Memory: ``O(C * N)``.
+    """
+    descending, _, valid, _ = sort_positive_scores(scores, index, valid)
+    at_least = torch.where(valid, count_at_least(scores, descending), 0)
+    above = None
+    if strict:
+        above = torch.where(valid, count_at_least(scores, strictly_above_thresholds(descending)), 0)
+    return descending, valid, at_least, above
+
+
+def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Pessimistic ``rank`` and ``rank+`` of the positives of each query, positives ordered by decreasing score.
+
+    Pessimistic: the worst ordering of each group of equal scores, its negatives first, then its positives one after
+    the other ([spec §0][spec-ties]).
+
+    Args:
+        scores, index, valid: as for :func:`positive_counts`.
+
+    Returns:
+        ``(rank, rank_pos, valid)``, each ``[C, W]`` int64 (``0`` where not real); real entries come first in a row.
 
     Example:
         >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
@@ -146,8 +169,10 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
         >>> rank.tolist(), rank_pos.tolist()
         ([[1, 4, 5]], [[1, 2, 3]])
     """
-    descending, rank_pos, valid, _ = sort_positive_scores(scores, index, valid)
-    return torch.where(valid, count_at_least(scores, descending), 0), rank_pos, valid
+    descending, valid, at_least, _ = positive_counts(scores, index, valid)
+    tied = tie_positives(descending, valid, at_least, None, "pessimistic")
+    assert tied.rank is not None and tied.rank_pos is not None
+    return torch.where(valid, tied.rank, 0).long(), torch.where(valid, tied.rank_pos, 0).long(), valid
 
 
 _MAX_PASSES = 64
@@ -194,47 +219,3 @@ def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:
     histogram = torch.zeros(scores.shape[0], width + 1, dtype=torch.int64, device=scores.device)
     histogram.scatter_add_(1, below, below.new_ones(1).expand_as(below))
     return histogram[:, 1:].flip(1).cumsum(1)
-
-
-def binary_query_metrics(
-    rank: Tensor, rank_pos: Tensor, valid: Tensor, recall_at: tuple[int, ...]
-) -> dict[str, Tensor]:
-    """Per-query AP, mAP@R, P@1 and Recall@k from the ranks of the positives (SPEC.md §1).
-
-    ::
-
-        AP     = (1/R) sum_{k in Omega+} rank+(k) / rank(k)
-        AP@R   = (1/R) sum_{k in Omega+, rank(k) <= R} rank+(k) / rank(k)     (Musgrave et al. 2020)
-        R@k    = [min_k rank(k) <= k]
-        P@1    = [min_k rank(k) == 1]
-
-    Args:
-        rank, rank_pos, valid: the output of :func:`positive_ranks`.
-        recall_at: the cut-offs ``k`` of Recall@k.
-
-    Returns:
-        ``{"has_positive": [C] bool, "map": [C], "map_at_r": [C], "precision_at_1": [C], "recall_at_{k}": [C]}``
-        float64 per query; the values of queries without positive are 0 and must be left out of the means.
-
-    Example:
-        >>> ok = torch.ones(1, 2, dtype=torch.bool)
-        >>> out = binary_query_metrics(torch.tensor([[1, 3]]), torch.tensor([[1, 2]]), ok, (1, 2))
-        >>> [round(float(out[k]), 4) for k in ("map", "map_at_r", "precision_at_1", "recall_at_2")]
-        [0.8333, 0.5, 1.0, 1.0]
-    """
-    num_positives = valid.sum(dim=1)
-    has_positive = num_positives > 0
-    denominator = num_positives.clamp(min=1).to(torch.float64)
-    precision = torch.where(valid, rank_pos.to(torch.float64) / rank.clamp(min=1).to(torch.float64), 0.0)
-    within_r = rank <= num_positives[:, None]
-    sentinel = torch.iinfo(torch.int64).max
-    best = torch.cat([torch.where(valid, rank, sentinel), rank.new_full((rank.shape[0], 1), sentinel)], 1).amin(1)
-    out = {
-        "has_positive": has_positive,
-        "map": precision.sum(dim=1) / denominator,
-        "map_at_r": torch.where(within_r, precision, 0.0).sum(dim=1) / denominator,
-        "precision_at_1": (has_positive & (best == 1)).to(torch.float64),
-    }
-    for k in recall_at:
-        out[f"recall_at_{k}"] = (has_positive & (best <= k)).to(torch.float64)
-    return out

@@ -49,21 +49,29 @@ def sigmoid_step(x: Tensor, tau: float) -> Tensor:
     return torch.sigmoid((x / tau).clamp(-_EXPONENT_CLAMP, _EXPONENT_CLAMP))
 
 
-def supap_upper_step(x: Tensor, tau: float, rho: float, delta: float) -> Tensor:
+def supap_upper_step(
+    x: Tensor, tau: float, rho: float, delta: float, offset: float | None = None, start: float = 0.5
+) -> Tensor:
     """ROADMAP's upper bound ``H^-`` of the Heaviside step (Ramzi et al. 2021, Eq. 5)::
 
-        H^-(t) = sigma(t / tau)                              t <= 0
-                 sigma(t / tau) + 0.5                        0 < t <= delta
-                 rho (t - delta) + sigma(delta / tau) + 0.5  t > delta
+        H^-(t) = sigma(t / tau)                   t <= 0
+                 sigma(t / tau) + start           0 < t <= delta
+                 rho (t - delta) + offset         t > delta
 
-    ``H^-(t) >= H(t)`` everywhere, so a rank built with it upper-bounds the true rank.
+    with the paper's ``start = 0.5`` and ``offset = sigma(delta / tau) + start`` (continuous at ``delta``) by default.
+    Then ``H^-(t) >= H(t)`` everywhere, so a rank built with it upper-bounds the true rank. The authors' released
+    configs pass ``offset = 1.44`` (and ``start = 0, offset = 1`` on iNaturalist), which the two arguments reproduce
+    ([spec §6][spec-released-code]).
 
     >>> [round(v, 3) for v in supap_upper_step(torch.tensor([-1.0, 0.01, 0.06]), 0.01, 100.0, 0.05).tolist()]
     [0.0, 1.231, 2.493]
+    >>> [round(v, 3) for v in supap_upper_step(torch.tensor([0.01, 0.06]), 0.01, 100.0, 0.05, 1.44).tolist()]
+    [1.231, 2.44]
     """
     smooth = sigmoid_step(x, tau)
-    linear = rho * (x - delta) + torch.sigmoid(torch.tensor(delta / tau, dtype=x.dtype, device=x.device)) + 0.5
-    return torch.where(x <= 0, smooth, torch.where(x <= delta, smooth + 0.5, linear))
+    continuous = torch.sigmoid(torch.tensor(delta / tau, dtype=x.dtype, device=x.device)) + start
+    linear = rho * (x - delta) + (continuous if offset is None else offset)
+    return torch.where(x <= 0, smooth, torch.where(x <= delta, smooth + start, linear))
 
 
 def linear_lower_step(x: Tensor, leak: float, beta: float, gamma: float) -> Tensor:

@@ -1,6 +1,6 @@
 """Smooth-rank AP losses: Smooth-AP (Brown et al. 2020) and SupAP (Ramzi et al., ROADMAP, NeurIPS 2021).
 
-Both write the AP of query ``q`` from the ranks of its positives ``k`` (SPEC.md §1-2)::
+Both write the AP of query ``q`` from the ranks of its positives ``k`` ([spec §1–2][spec-metrics])::
 
     AP_q = (1/R) sum_{k in P_q} rank+(k) / rank(k)
     rank+(k) = 1 + sum_{j in P_q, j != k} H(s_j - s_k),   rank(k) = rank+(k) + sum_{j in N_q} H(s_j - s_k)
@@ -13,6 +13,7 @@ Time ``O(Q P N)``; peak memory ``O(chunk P N + Q N)``, never ``Q x N x N``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -20,6 +21,8 @@ import torch
 from torch import Tensor
 
 from ranklit.functional.loss_utils import (
+    check_in_range,
+    check_offset,
     check_positive,
     check_score_masks,
     query_mean,
@@ -52,7 +55,7 @@ def smooth_ap_loss(
                                              / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
 
     with ``sig(x) = sigma(x / tau)``, exponent clamped to ``+-50``. Unlike the authors' code the query is not part of
-    its own ranking (SPEC.md §0). Queries without a positive are skipped.
+    its own ranking ([spec §0][spec-conventions]). Queries without a positive are skipped.
 
     Args:
         scores: ``[Q, N]`` cosine similarities of each query to its retrieval set.
@@ -85,6 +88,8 @@ def supap_loss(
     rho: float = 100.0,
     delta: float = 0.05,
     chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
 ) -> Tensor:
     """SupAP loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 4-5): an upper bound of ``1 - AP``::
 
@@ -103,6 +108,9 @@ def supap_loss(
         valid: ``[Q, N]`` bool mask of the items in each query's ranking (``None`` = all).
         tau: sigmoid temperature (0.01). rho: slope of the linear part (100). delta: start of the linear part (0.05).
         chunk_size: queries per chunk (default from the memory budget).
+        offset: value of ``H^-`` just after ``delta`` (``None``: ``sigma(delta/tau) + start``, continuous; the
+            authors' configs: 1.44, iNaturalist 1.0; [spec §6][spec-released-code]).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
 
     Returns:
         Scalar loss in ``[0, 1)``.
@@ -119,6 +127,8 @@ def supap_loss(
         tau=check_positive("tau", tau),
         rho=check_positive("rho", rho),
         delta=check_positive("delta", delta),
+        offset=check_offset(offset),
+        start=check_in_range("start", start, 0.0, math.inf),
     )
     return _smooth_rank_loss(chunk_fn, scores, positives, valid, chunk_size)
 
@@ -166,11 +176,13 @@ def _supap_chunk(
     tau: float,
     rho: float,
     delta: float,
+    offset: float | None,
+    start: float,
 ) -> Tensor:
     diff = selected_differences(scores, index)
     exact = heaviside(diff.detach()) * (positives[:, None, :] & _others(index, scores.shape[1]))
     rank_pos = 1.0 + exact.sum(dim=-1)
-    upper = supap_upper_step(diff, tau, rho, delta)
+    upper = supap_upper_step(diff, tau, rho, delta, offset, start)
     negatives = (valid & ~positives)[:, None, :]
     rank_neg = torch.where(negatives, upper, torch.zeros_like(upper)).sum(dim=-1)
     return _mean_ratio(rank_pos, rank_pos + rank_neg, ranked)

@@ -1,4 +1,4 @@
-"""Ranks of the positives when the items rank each other: each pair's score is computed once (SPEC.md §1).
+"""Ranks of the positives when the items rank each other: each pair's score is computed once ([spec §1][spec-metrics]).
 
 Without a gallery the score matrix ``S = E E^T`` is symmetric and a query's positives are the other items of its class.
 Sorting the items by (class size, label) and cutting that order at class boundaries into blocks of about ``tile`` items
@@ -24,8 +24,9 @@ from torch import Tensor
 
 from ranklit.functional.positive_ranks import SortedKeys, count_at_least, sort_positive_scores
 from ranklit.functional.sharding import QueryShard
+from ranklit.functional.ties import strictly_above_thresholds
 
-__all__ = ["class_blocks", "symmetric_positive_ranks", "symmetric_tile_size"]
+__all__ = ["class_blocks", "symmetric_positive_counts", "symmetric_tile_size"]
 
 _CPU_TILE = 1024  # a 4 MiB float32 tile: the tile and its comparison flags stay in the cache
 
@@ -74,63 +75,100 @@ def class_blocks(labels: Tensor, tile: int) -> tuple[Tensor, list[tuple[int, int
     return order, list(itertools.pairwise(cuts))
 
 
-def symmetric_positive_ranks(
-    embeddings: Tensor, labels: Tensor, tile: int, shard: QueryShard | None = None
-) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
-    """``rank`` and ``rank+`` of the positives of every item ranking all the others (itself excluded), by blocks.
+def symmetric_positive_counts(
+    embeddings: Tensor, labels: Tensor, tile: int, *, strict: bool = False, shard: QueryShard | None = None
+) -> Iterator[tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]]:
+    """The positives of every item ranking all the others (itself excluded), and their counts, by blocks.
 
     Args:
         embeddings: ``[N, D]`` embeddings (score = dot product).
         labels: ``[N]`` integer labels; positives share the query's label.
         tile: target items per block (:func:`class_blocks`); every process of a ``shard`` must pass the same.
-        shard: split the off-diagonal tiles across processes (tile pair ``p`` goes to process ``p mod W``); their
-            integer counts are all-reduced before anything is yielded, so every process yields the exact ranks of
-            every block. Every process computes the diagonal tiles (``tile / N`` of the work).
+        strict: also count the items scoring strictly higher (``"average"`` and ``"optimistic"`` ties).
+        shard: split the work across processes without duplicating any: process ``r`` computes the diagonal tiles
+            of the blocks ``r, r + W, ...`` and every ``W``-th off-diagonal tile pair; the positives' scores
+            (diagonal tiles) and the integer counts are all-reduced (sums of one value and zeros: exact), and each
+            process then yields its own blocks only. The counts, hence every metric, are exactly those of one
+            process.
 
     Yields:
-        For each block, ``(rank, rank_pos, valid)`` of its queries as :func:`~ranklit.functional.positive_ranks.
-        positive_ranks` returns them (queries in the sorted order of :func:`class_blocks`).
+        For each block (of this process), ``(rows, descending, valid, at_least, above)``: the queries' positions in
+        ``embeddings`` and, as :func:`~ranklit.functional.positive_ranks.positive_counts` returns them, their
+        positives' scores in decreasing order, which are real, and the counts (``above`` is ``None`` unless
+        ``strict``).
 
     Cost: ``N^2 D / 2`` multiply-adds (``/ W`` per process with a shard); memory ``O(tile^2 + N P)`` with ``P`` the
     most positives of a query.
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]])
-        >>> [rank.tolist() for rank, _, _ in symmetric_positive_ranks(e, torch.tensor([0, 1, 0, 1]), tile=2)]
-        [[[2], [3]], [[3], [2]]]
+        >>> blocks = symmetric_positive_counts(e, torch.tensor([0, 1, 0, 1]), 2)
+        >>> [(rows.tolist(), n.tolist()) for rows, _, _, n, _ in blocks]
+        [([0, 2], [[2], [3]]), ([1, 3], [[3], [2]])]
 
         The blocks are the classes ``{0, 2}`` and ``{1, 3}``: item 2 has items 1 and 3 above its positive 0.
     """
     order, blocks = class_blocks(labels, tile)
     embeddings, labels = embeddings[order], labels[order]
     tiles = _Tiles(embeddings, max(stop - start for start, stop in blocks))
-    thresholds, ranks_among_positives, real, counts = [], [], [], []
-    for start, stop in blocks:
-        tiles.load_rows(start, stop)
-        tiles.load_columns(start, stop)
-        diagonal = tiles.product()
-        diagonal.diagonal().fill_(float("-inf"))  # a query never ranks itself
+    world_size, rank = (1, 0) if shard is None else (shard.world_size, shard.rank)
+    thresholds, real, counts = [], [], []
+    for i, (start, stop) in enumerate(blocks):
         block_labels = labels[start:stop]
-        descending, rank_pos, valid, _ = sort_positive_scores(diagonal, *SortedKeys(block_labels).match(block_labels))
+        if i % world_size == rank:
+            tiles.load_rows(start, stop)
+            tiles.load_columns(start, stop)
+            diagonal = tiles.product()
+            diagonal.diagonal().fill_(float("-inf"))  # a query never ranks itself
+            descending, _, valid, _ = sort_positive_scores(diagonal, *SortedKeys(block_labels).match(block_labels))
+            counts.append(_counts(diagonal, descending, strict))
+        else:  # another process computes this diagonal tile: zeros, completed by the all-reduce
+            others = SortedKeys(block_labels).count(block_labels) - 1
+            width = int(others.max())
+            valid = torch.arange(width, device=labels.device)[None, :] < others[:, None]
+            descending = embeddings.new_zeros(stop - start, width)
+            counts.append(descending.new_zeros((1 + strict, *descending.shape), dtype=torch.int64))
         thresholds.append(descending)
-        ranks_among_positives.append(rank_pos)
         real.append(valid)
-        counts.append(count_at_least(diagonal, descending))
+    if shard is not None:
+        thresholds = _all_reduce(shard, thresholds)
+    with_strict = [_with_strict(d, strict) for d in thresholds]
     if shard is None:
-        for i in range(len(blocks)):
-            _count_negatives(tiles, blocks, thresholds, counts, i, range(i + 1, len(blocks)))
-            yield torch.where(real[i], counts[i], 0), ranks_among_positives[i], real[i]
+        for i, (start, stop) in enumerate(blocks):
+            _count_negatives(tiles, blocks, with_strict, counts, i, range(i + 1, len(blocks)))
+            yield order[start:stop], thresholds[i], real[i], *_split(counts[i], real[i], strict)
         return
-    negatives = [torch.zeros_like(c) for c in counts]
     pair = 0
     for i in range(len(blocks)):
-        mine = [j for j in range(i + 1, len(blocks)) if (pair + j - i - 1) % shard.world_size == shard.rank]
+        mine = [j for j in range(i + 1, len(blocks)) if (pair + j - i - 1) % world_size == rank]
         pair += len(blocks) - i - 1
-        _count_negatives(tiles, blocks, thresholds, negatives, i, mine)
-    flat = shard.all_reduce_sum(torch.cat([c.flatten() for c in negatives]))
-    for i, block_negatives in enumerate(flat.split([c.numel() for c in negatives])):
-        total = counts[i] + block_negatives.view_as(counts[i])
-        yield torch.where(real[i], total, 0), ranks_among_positives[i], real[i]
+        _count_negatives(tiles, blocks, with_strict, counts, i, mine)
+    counts = _all_reduce(shard, counts)
+    for i, (start, stop) in enumerate(blocks):
+        if i % world_size == rank:
+            yield order[start:stop], thresholds[i], real[i], *_split(counts[i], real[i], strict)
+
+
+def _with_strict(descending: Tensor, strict: bool) -> Tensor:
+    """``[1 or 2, B, W]`` thresholds: "at least" and, with ``strict``, "strictly above"."""
+    if not strict:
+        return descending[None]
+    return torch.stack([descending, strictly_above_thresholds(descending)])
+
+
+def _counts(scores: Tensor, descending: Tensor, strict: bool) -> Tensor:
+    return torch.stack([count_at_least(scores, d) for d in _with_strict(descending, strict)])
+
+
+def _split(counts: Tensor, valid: Tensor, strict: bool) -> tuple[Tensor, Tensor | None]:
+    at_least = torch.where(valid, counts[0], 0)
+    return at_least, torch.where(valid, counts[1], 0) if strict else None
+
+
+def _all_reduce(shard: QueryShard, tensors: list[Tensor]) -> list[Tensor]:
+    """The element-wise sums over the processes of a list of same-dtype tensors (one collective)."""
+    flat = shard.all_reduce_sum(torch.cat([t.flatten() for t in tensors]))
+    return [part.view_as(t) for part, t in zip(flat.split([t.numel() for t in tensors]), tensors, strict=True)]
 
 
 def _count_negatives(
@@ -141,13 +179,17 @@ def _count_negatives(
     i: int,
     columns: Iterable[int],
 ) -> None:
-    """Add the items of blocks ``columns`` (all ``> i``) to the counts of block ``i`` and theirs to block ``i``'s."""
+    """Add the items of blocks ``columns`` (all ``> i``) to the counts of block ``i`` and theirs to block ``i``'s.
+
+    ``thresholds[b]`` and ``counts[b]`` are ``[S, B, W]``: one set of thresholds and counts per kind of count.
+    """
     tiles.load_rows(*blocks[i])
     for j in columns:
         tiles.load_columns(*blocks[j])
         negatives = tiles.product()
-        counts[i] += count_at_least(negatives, thresholds[i])
-        counts[j] += count_at_least(negatives, thresholds[j], transposed=True)
+        for s in range(thresholds[i].shape[0]):
+            counts[i][s] += count_at_least(negatives, thresholds[i][s])
+            counts[j][s] += count_at_least(negatives, thresholds[j][s], transposed=True)
 
 
 class _Tiles:

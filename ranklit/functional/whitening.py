@@ -1,5 +1,5 @@
-"""PCA whitening of descriptors, learnt on training descriptors and applied at test time (SPEC.md §3; Revaud et al.
-2019 §4.2, after Jégou & Chum 2012).
+"""PCA whitening of descriptors, learnt on training descriptors and applied at test time ([spec §3][spec-training];
+Revaud et al. 2019 §4.2, after Jégou & Chum 2012).
 
 With ``mu`` the mean and ``C = U diag(lambda) U^T`` the covariance of the training descriptors (eigenvalues in
 decreasing order)::

@@ -7,13 +7,14 @@ are computed in float32), build the ``[Q, N]`` mask of the items each query rank
 
 - :class:`RetrievalLoss` -> ``retrieval_loss(scores, inputs, valid)``: the most general hook, with every label
   column. Hierarchical losses override it and derive the ``[Q, N]`` levels from ``inputs``
-  (``levels_between(inputs.query_labels, inputs.ref_labels)``, ``inputs.num_levels``; SPEC.md §0).
+  (``levels_between(inputs.query_labels, inputs.ref_labels)``, ``inputs.num_levels``; [spec §0][spec-conventions]).
 - :class:`BinaryRetrievalLoss` -> ``binary_loss(scores, positives, valid)``: positives share the query's finest
   label (column 0); a batch where no query has a positive raises ``ValueError``. Losses that need more than the
   masks (class ids, the embedding dimension) override ``retrieval_loss`` and call :func:`binary_positives`.
 
 Every loss L2-normalises the embeddings first (``normalize=True``, the default; gradients flow through the
-normalisation), so raw network features give cosine scores; ``normalize=False`` keeps raw dot products (SPEC.md §0).
+normalisation), so raw network features give cosine scores; ``normalize=False``: raw dot products
+([spec §0][spec-conventions]).
 Losses that rank (smooth-rank, binned, H-AP) accept ``include_self``: ``True`` keeps each query in its own ranking, as
 the authors' released code does (with normalised embeddings its score 1 puts it at rank 1 as a positive); the default
 ``False`` excludes it (the papers' definition).
@@ -32,13 +33,14 @@ from ranklit.functional.loss_utils import require_positive_queries
 __all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
 
 
-def binary_positives(inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+def binary_positives(inputs: RetrievalInputs, valid: Tensor, *, require: bool = True) -> Tensor:
     """``[Q, N]`` bool: the item is in the query's ranking and shares its finest label (column 0).
 
-    Raises ``ValueError`` (pointing at the P x K sampler) when no query has a positive.
+    Raises ``ValueError`` (pointing at the P x K sampler) when no query has a positive, if ``require``.
     """
     positives = (inputs.query_labels[:, :1] == inputs.ref_labels[:, 0][None, :]) & valid
-    require_positive_queries(positives)
+    if require:
+        require_positive_queries(positives)
     return positives
 
 

@@ -17,8 +17,9 @@ class FastAPLoss(BinaryRetrievalLoss):
 
     ``num_bins = K`` gives ``K + 1`` triangular bins of width ``4/K`` over ``[0, 4]``. Gradients come from autograd
     (the authors' backward is off by a factor ``N/2``; not reproduced). Positives share the finest label; the query
-    is excluded from its own ranking unless ``include_self=True``; embeddings are L2-normalised first unless
-    ``normalize=False``. See
+    is excluded from its own ranking unless ``include_self=True``. The authors' released FastAP also leaves the query
+    out, so the default reproduces it ([spec §6][spec-released-code]); ``include_self=True`` does not. Embeddings are
+    L2-normalised first unless ``normalize=False``. See
     :func:`ranklit.functional.fastap_loss`. Time and memory ``O(B (N + K))``.
 
     Args:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.pair_losses import calibration_loss, check_margins, check_reduction
-from ranklit.losses.base import BinaryRetrievalLoss
+from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
 
 __all__ = ["CalibrationLoss"]
 
@@ -16,7 +17,8 @@ class CalibrationLoss(BinaryRetrievalLoss):
 
     See :func:`ranklit.functional.calibration_loss`. ``reduction="batch_active"`` reproduces the authors' released
     ROADMAP code (pytorch-metric-learning's ``ContrastiveLoss`` with ``AvgNonZeroReducer``: the positive and the
-    negative hinge terms each averaged over the active pairs of the whole batch, then added). Embeddings are
+    negative hinge terms each averaged over the active pairs of the whole batch, then added; a batch without any
+    positive pair gives the negative term, where ``"query"`` raises). Embeddings are
     L2-normalised first unless ``normalize=False``. The query is never paired with itself. Time and memory ``O(B N)``.
 
     Args:
@@ -37,6 +39,10 @@ class CalibrationLoss(BinaryRetrievalLoss):
         super().__init__(normalize=normalize)
         check_margins("alpha", alpha, "beta", beta)
         self.alpha, self.beta, self.reduction = float(alpha), float(beta), check_reduction(reduction)
+
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        # "batch_active" is defined without any positive pair (the released code returns the negative term)
+        return self.binary_loss(scores, binary_positives(inputs, valid, require=self.reduction == "query"), valid)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         return calibration_loss(scores, positives, valid, alpha=self.alpha, beta=self.beta, reduction=self.reduction)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from torch import Tensor
 
 from ranklit.functional.inputs import RetrievalInputs
@@ -17,14 +19,20 @@ class ROADMAPLoss(BinaryRetrievalLoss):
     """ROADMAP (Ramzi et al., NeurIPS 2021, Eq. 2): ``(1 - lam) L_SupAP + lam L_calibr``.
 
     Both terms share one score matrix. Defaults are the paper's: ``tau = 0.01``, ``rho = 100``, ``delta = 0.05``,
-    ``alpha = 0.9``, ``beta = 0.6``, ``lam = 0.5``. The query is excluded from its own ranking and the authors'
-    ``offset``/``start`` config values are not reproduced (see :class:`SupAPLoss`). Embeddings are L2-normalised
-    first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
+    ``alpha = 0.9``, ``beta = 0.6``, ``lam = 0.5``. The query is excluded from its own ranking. Embeddings are
+    L2-normalised first unless ``normalize=False``. Time ``O(B P N)``, peak memory ``O(chunk P N + B N)``.
 
-    **Reproducing the authors' released code:** ``ROADMAPLoss(include_self=True,
-    calibration_reduction="batch_active")``: the SupAP term keeps each query in its own ranking, and the calibration
+    **Reproducing the authors' released code** ([spec §6][spec-released-code]; ``elias-ramzi/ROADMAP``, configs
+    ``roadmap.yaml`` / ``roadmap_inat.yaml``)::
+
+        ROADMAPLoss(include_self=True, calibration_reduction="batch_active", weights=(1.0, 1.0), offset=1.44)
+        ROADMAPLoss(include_self=True, calibration_reduction="batch_active", weights=(1.0, 1.0), offset=1.0,
+                    start=0.0)                                                    # iNaturalist
+
+    The SupAP term keeps each query in its own ranking and uses the configs' ``offset``/``start``; the calibration
     term averages its hinges over the active pairs of the whole batch (pytorch-metric-learning's ``ContrastiveLoss``,
-    which never pairs an item with itself, so the calibration term excludes the query in both settings).
+    which never pairs an item with itself, so the calibration term excludes the query in both settings); the configs
+    weight both terms 1.0, twice the paper's ``(1 - lam, lam) = (0.5, 0.5)``.
 
     Args:
         tau, rho, delta: :class:`SupAPLoss` parameters.
@@ -34,6 +42,8 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         chunk_size: queries per chunk of the SupAP term (``None``: from a memory budget).
         normalize: L2-normalise the embeddings first (default ``True``).
         include_self: keep the query in the SupAP term's ranking (authors' code; default ``False``).
+        weights: ``(w_SupAP, w_calibration)`` replacing ``(1 - lam, lam)`` (the released configs: ``(1.0, 1.0)``).
+        offset, start: :class:`SupAPLoss`'s ``H^-`` jump (``None`` and 0.5: the paper).
 
     Example:
         >>> import torch
@@ -55,15 +65,27 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         chunk_size: int | None = None,
         normalize: bool = True,
         include_self: bool = False,
+        weights: tuple[float, float] | None = None,
+        offset: float | None = None,
+        start: float = 0.5,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
-        self.supap = SupAPLoss(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size)
+        self.weights = (1.0 - self.lam, self.lam) if weights is None else _check_weights(weights)
+        self.supap = SupAPLoss(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
         self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         supap = self.supap.binary_loss(scores, binary_positives(inputs, valid), valid)
         self_pairs = inputs.self_pairs() if self.include_self else None
         pairs = valid if self_pairs is None else valid & ~self_pairs  # the calibration never pairs q with itself
-        calibration = self.calibration.binary_loss(scores, binary_positives(inputs, pairs), pairs)
-        return (1.0 - self.lam) * supap + self.lam * calibration
+        positives = binary_positives(inputs, pairs, require=self.calibration.reduction == "query")
+        calibration = self.calibration.binary_loss(scores, positives, pairs)
+        return self.weights[0] * supap + self.weights[1] * calibration
+
+
+def _check_weights(weights: tuple[float, float]) -> tuple[float, float]:
+    if not isinstance(weights, (tuple, list)) or len(weights) != 2:
+        raise ValueError(f"`weights` must be a pair (w_SupAP, w_calibration), e.g. (1.0, 1.0), got {weights!r}.")
+    first, second = (check_in_range("weights", w, 0.0, math.inf) for w in weights)
+    return first, second

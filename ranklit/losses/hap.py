@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import torch
 from torch import Tensor
 
 from ranklit.functional.hap import check_hap_hyperparameters, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
-from ranklit.functional.loss_utils import check_chunk_size, check_in_range
+from ranklit.functional.loss_utils import check_chunk_size, check_in_range, check_offset
 from ranklit.losses.base import RetrievalLoss
 from ranklit.losses.cluster import ClusterLoss
 
@@ -31,11 +34,16 @@ class HAPLoss(RetrievalLoss):
         alpha: relevance exponent (1: HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist).
         tau, rho, delta: ``H^-`` parameters (0.01, 100, 0.05).
         leak, beta, gamma: ``H_lb`` parameters (10, 25, 0.5).
-        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default). ``False`` reproduces the authors'
-            configs, where items of higher level get the exact step and no gradient.
+        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default). ``False``: the authors' configs, where
+            items of higher level get the exact step and no gradient.
         chunk_size: queries per chunk; ``None`` picks it from a memory budget.
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking (authors' code; default ``False``, the paper).
+        offset, start: the jump of ``H^-`` after ``delta`` and on ``(0, delta]`` (``None`` and 0.5: the paper).
+
+    **Reproducing the authors' released code** ([spec §6][spec-released-code]; ``elias-ramzi/HAPPIER``, configs
+    ``HAPPIER*.yaml``): ``HAPLoss(include_self=True, with_hrank=False, offset=1.44)``, and on iNaturalist
+    ``HAPLoss(include_self=True, with_hrank=False, offset=1.0, start=0.0)``.
 
     Example:
         >>> import torch
@@ -59,11 +67,15 @@ class HAPLoss(RetrievalLoss):
         chunk_size: int | None = None,
         normalize: bool = True,
         include_self: bool = False,
+        offset: float | None = None,
+        start: float = 0.5,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         check_hap_hyperparameters(tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, alpha=alpha)
-        self.surrogate_params = {"alpha": alpha, "tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta,
-                        "gamma": gamma}  # fmt: skip
+        self.surrogate_params: dict[str, Any] = {
+            "alpha": alpha, "tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma,
+            "offset": check_offset(offset), "start": check_in_range("start", start, 0.0, math.inf),
+        }  # fmt: skip
         self.with_hrank = bool(with_hrank)
         self.chunk_size = check_chunk_size(chunk_size)
 
@@ -95,7 +107,8 @@ class HAPPIERLoss(RetrievalLoss):
         embedding_dim: embedding dimension; ``None``: likewise.
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
-        alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size: :class:`HAPLoss` arguments.
+        alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size, offset, start: :class:`HAPLoss` arguments
+            (the released configs: ``with_hrank=False, offset=1.44``; iNaturalist ``offset=1.0, start=0.0``).
         normalize: L2-normalise the embeddings first (default ``True``).
         include_self: keep the query in the H-AP term's ranking (default ``False``).
 
@@ -125,11 +138,13 @@ class HAPPIERLoss(RetrievalLoss):
         chunk_size: int | None = None,
         normalize: bool = True,
         include_self: bool = False,
+        offset: float | None = None,
+        start: float = 0.5,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.hap = HAPLoss(alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma,
-                           with_hrank=with_hrank, chunk_size=chunk_size)  # fmt: skip
+                           with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start)  # fmt: skip
         self.cluster = ClusterLoss(num_classes, embedding_dim, temperature=temperature)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

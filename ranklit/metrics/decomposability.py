@@ -10,7 +10,7 @@ Here both terms are averaged over the queries: ``batch_map`` is the mean, over e
 query has a positive in its batch's retrieval set, of its AP in that retrieval set (the batch itself, the DDP-gathered
 batch, or memory ∪ batch: whatever the loss ranks); ``map`` is the mAP of the same samples ranked against each
 other; ``gap = batch_map − map``. A larger batch, a DDP gather, a cross-batch memory and ROADMAP's calibration loss
-all shrink it. AP uses the finest label (column 0) and the exact ranks of SPEC.md §1.
+all shrink it. AP uses the finest label (column 0) and the exact ranks of [spec §1][spec-metrics].
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``RetrievalMetrics``: the exact retrieval metrics of SPEC.md §1 as a torchmetrics ``Metric``.
+"""``RetrievalMetrics``: the exact retrieval metrics of [spec §1][spec-metrics] as a torchmetrics ``Metric``.
 
 The metric only accumulates embeddings, labels, ids and roles (``dist_reduce_fx="cat"``, so DDP gathers them) and
 calls :func:`ranklit.functional.metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the
@@ -24,8 +24,15 @@ from ranklit.functional.inputs import (
     check_ids,
     check_labels,
 )
-from ranklit.functional.metrics import check_recall_at, nan_metrics, retrieval_metric_tensors
+from ranklit.functional.metrics import (
+    check_average,
+    check_cutoffs,
+    check_recall_at,
+    nan_metrics,
+    retrieval_metric_tensors,
+)
 from ranklit.functional.sharding import distributed_shard
+from ranklit.functional.ties import check_ties
 
 __all__ = ["RetrievalMetrics"]
 
@@ -33,7 +40,13 @@ _MIXED_IDS = "`ids` were given in some `update` calls and not in others: pass th
 
 
 class RetrievalMetrics(Metric):
-    """mAP, mAP@R, P@1, Recall@k (and H-AP, ASI, NDCG, per-level metrics with ``[N, L]`` labels) over everything seen.
+    """mAP, mAP@R, P@1, Recall@k, R-precision, MRR, NDCG@k (and H-AP, ASI, NDCG, per-level metrics with ``[N, L]``
+    labels) over everything seen; the keys and definitions of :func:`ranklit.functional.retrieval_metrics`.
+
+    **Ties** follow ``ties`` ([spec §0][spec-ties]): ``"pessimistic"`` (default: the worst ordering of each group of
+    equal scores, so ties never inflate a result), ``"average"`` (the expectation over its orderings) or
+    ``"optimistic"``. ``average="class"`` averages the per-class means; :meth:`compute_per_query` gives every
+    query's values.
 
     **Inputs.** Embeddings are L2-normalised at :meth:`compute` (cosine scores; ``normalize=False`` ranks by raw dot
     products). Labels must be integer tensors; the embedding size and the label shape (``[B]`` or ``[B, L]``) must
@@ -80,7 +93,10 @@ class RetrievalMetrics(Metric):
 
     Args:
         recall_at: cut-offs of Recall@k.
+        ndcg_at: cut-offs of NDCG@k.
         alpha: relevance exponent of H-AP (HAPPIER Eq. 4).
+        ties: ``"pessimistic"``, ``"average"`` or ``"optimistic"``.
+        average: ``"query"`` (mean over the queries) or ``"class"`` (mean of the per-class means).
         chunk_size: queries per chunk in :meth:`compute` (the tile side when the items rank each other with flat
             labels, see :func:`ranklit.functional.retrieval_metrics`); ``None`` = from the free memory.
         normalize: L2-normalise the embeddings (default ``True``); ``False`` ranks by raw dot products.
@@ -114,10 +130,15 @@ class RetrievalMetrics(Metric):
         chunk_size: int | None = None,
         normalize: bool = True,
         compute_on_cpu: bool = False,
+        ndcg_at: Sequence[int] = (10,),
+        ties: str = "pessimistic",
+        average: str = "query",
         **kwargs: Any,
     ) -> None:
         super().__init__(compute_on_cpu=compute_on_cpu, **kwargs)
         self.recall_at = check_recall_at(recall_at)
+        self.ndcg_at = check_cutoffs(ndcg_at, "ndcg_at")
+        self.ties, self.average = check_ties(ties), check_average(average)
         if alpha < 0:
             raise ValueError(f"`alpha` must be >= 0, got {alpha}.")
         self.alpha = alpha
@@ -182,6 +203,20 @@ class RetrievalMetrics(Metric):
     def compute(self) -> dict[str, Tensor]:
         """The metrics of :func:`ranklit.functional.retrieval_metrics` over everything added (deduplicated by id),
         as 0-dim float64 tensors; under DDP each process evaluates its share of the queries."""
+        return self._evaluate(per_query=False)[0]
+
+    def compute_per_query(self) -> dict[str, Tensor]:
+        """Every query's values: each metric key holds a ``[Q]`` float64 tensor (NaN for a query without a positive),
+        plus ``"ids"`` (``[Q]``, the queries' ids, or their positions among the queries when no ids were given), in
+        the order of the deduplicated queries. The two counts stay 0-dim. Same options and DDP split as
+        :meth:`compute`."""
+        with self.sync_context(dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync,
+                               should_unsync=self._should_unsync):  # fmt: skip
+            values, ids = self._evaluate(per_query=True)
+        values["ids"] = ids
+        return values
+
+    def _evaluate(self, per_query: bool) -> tuple[dict[str, Tensor], Tensor]:
         embeddings, labels, ids = _cat(self.embeddings), _cat(self.labels), _cat(self.ids)
         is_gallery = _cat(self.gallery)
         if embeddings is None or labels is None or is_gallery is None or embeddings.numel() == 0:
@@ -196,24 +231,27 @@ class RetrievalMetrics(Metric):
             check_distinct_ids(ids, "ids")
             keep = _first_occurrences(torch.stack([is_gallery.long(), ids], 1))
             embeddings, labels, ids, is_gallery = embeddings[keep], labels[keep], ids[keep], is_gallery[keep]
+        query_ids = ids[~is_gallery] if ids is not None else torch.arange(int((~is_gallery).sum()),
+                                                                            device=embeddings.device)  # fmt: skip
         num_levels = 1 if labels.ndim == 1 else labels.shape[1]
         if is_gallery.all():
             warnings.warn("Every item was added with `gallery=True`: there is no query, the metrics are NaN.",
-                          UserWarning, stacklevel=2)  # fmt: skip
-            return nan_metrics(0, num_levels, self.recall_at, embeddings.device)
+                          UserWarning, stacklevel=3)  # fmt: skip
+            return nan_metrics(0, num_levels, self.recall_at, embeddings.device, self.ndcg_at), query_ids
         options: dict[str, Any] = dict(
-            recall_at=self.recall_at, alpha=self.alpha, chunk_size=self.chunk_size, normalize=self.normalize,
+            recall_at=self.recall_at, ndcg_at=self.ndcg_at, alpha=self.alpha, ties=self.ties, average=self.average,
+            per_query=per_query, chunk_size=self.chunk_size, normalize=self.normalize,
             shard=distributed_shard(self.process_group) if self._is_synced else None,
         )  # fmt: skip
         if not is_gallery.any():
-            return retrieval_metric_tensors(embeddings, labels, ids=ids, **options)
+            return retrieval_metric_tensors(embeddings, labels, ids=ids, **options), query_ids
         return retrieval_metric_tensors(
             embeddings[~is_gallery],
             labels[~is_gallery],
             ref_embeddings=embeddings[is_gallery],
             ref_labels=labels[is_gallery],
             **options,
-        )
+        ), query_ids
 
     def plot(self, val: dict[str, Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
         """Plot Recall@k against k (``val`` = the output of :meth:`compute`; computed if ``None``).

@@ -45,8 +45,8 @@ class RevisitedMetrics(Metric):
             :class:`~ranklit.functional.postprocess.DatabaseAugmentation`, or any
             :class:`~ranklit.functional.postprocess.PostProcessStep`).
         precision_at: the ``k`` of mP@k (revisitop's definition, see :func:`ranklit.functional.revisited_map`).
-        trapezoid: revisitop's trapezoidal AP (``True``, what published tables report) or the exact AP of SPEC.md
-            §1 (``False``).
+        trapezoid: revisitop's trapezoidal AP (``True``, what published tables report) or the exact AP of
+            [spec §1][spec-metrics] (``False``).
         **kwargs: options of ``torchmetrics.Metric``.
 
     Example:

@@ -8,7 +8,7 @@ what a non-decomposable metric like AP needs (ROADMAP §3.2, FastAP §5.3, Revau
   the owner ``r`` of ``e_r``;
 * DDP then averages the parameter gradients, giving ``(1/W) Σ_r' ∂L_r'/∂θ``: the gradient of the mean loss of one
   process holding the global batch (when every rank has as many queries with a positive). No extra ``world_size``
-  factor is needed (SPEC.md §3).
+  factor is needed ([spec §3][spec-training]).
 
 Ranks may hold batches of different sizes: they are padded to the largest for the collective and trimmed after.
 """
@@ -98,7 +98,7 @@ def gather_retrieval_set(embeddings: Tensor, labels: Tensor, ids: Tensor) -> tup
     """The retrieval set of a DDP step: the embeddings (with gradients), labels and sample ids of every rank.
 
     Pass the result as ``ref_embeddings``, ``ref_labels``, ``ref_ids`` to a ranklit loss together with the local
-    ``ids``: each query is then excluded from its own ranking by its global sample id (SPEC.md §0).
+    ``ids``: each query is then excluded from its own ranking by its global sample id ([spec §0][spec-conventions]).
 
     Args:
         embeddings: ``[B, D]`` local embeddings.

@@ -2,8 +2,8 @@
 
 A FIFO of *detached* embeddings, labels and sample ids. Each training step enqueues the (gathered) batch first, then
 ranks every query against ``memory ∪ batch``: the live batch, which carries gradients, plus the memory entries of
-other samples (SPEC.md §3). A query is never ranked against itself: its own entries are excluded by sample id, and
-the live batch replaces every stored copy of its samples, so a stale embedding of a sample seen in an earlier
+other samples ([spec §3][spec-training]). A query is never ranked against itself: its own entries are excluded by sample
+id, and the live batch replaces every stored copy of its samples, so a stale embedding of a sample seen in an earlier
 epoch is never ranked next to its fresh one.
 """
 

@@ -5,7 +5,7 @@ A listwise AP loss wants thousands of images per batch (4096 on landmarks), but 
 
     ∂L/∂θ = Σ_chunks (∂L/∂E_chunk) · (∂E_chunk/∂θ),
 
-so :func:`multistage_backward` computes it in three stages (SPEC.md §3; FastAP §4.1 does the same):
+so :func:`multistage_backward` computes it in three stages ([spec §3][spec-training]; FastAP §4.1 does the same):
 
 1. embed every chunk without storing activations (``torch.no_grad``), recording the random state before each chunk;
 2. compute the loss on the ``[B, D]`` embeddings and ``∂L/∂E`` by one backward pass (this also gives the gradients

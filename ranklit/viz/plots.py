@@ -30,7 +30,8 @@ def step_functions_figure(
     beta: float = 25.0,
     gamma: float = 0.5,
 ) -> Figure:
-    """The Heaviside step ``H`` and its surrogates, with SPEC.md's defaults (ROADMAP Fig. 3, HAPPIER §3.2).
+    """The Heaviside step ``H`` and its surrogates, with the defaults of [spec §2][spec-losses] (ROADMAP Fig. 3,
+    HAPPIER §3.2).
 
     Left: the sigmoid ``σ(x/τ)`` of Smooth-AP and ROADMAP's upper bound ``H⁻`` (used on negatives, ``H⁻ ≥ H``).
     Right: HAPPIER's lower bound ``H_lb`` (used in the H-rank, ``H_lb ≤ H``). ``x = s_j − s_k`` is how far item

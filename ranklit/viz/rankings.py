@@ -33,8 +33,8 @@ class Retrieved:
     Attributes:
         indices: ``[Q, k]`` positions of the retrieved items in the retrieval set, best first.
         scores: ``[Q, k]`` cosine similarities.
-        levels: ``[Q, k]`` level of each retrieved item w.r.t. its query (SPEC.md §0): ``L`` = same fine class,
-            ``0`` = nothing in common.
+        levels: ``[Q, k]`` level of each retrieved item w.r.t. its query ([spec §0][spec-conventions]): ``L`` = same
+            fine class, ``0`` = nothing in common.
         num_levels: ``L``, the number of label columns.
     """
 

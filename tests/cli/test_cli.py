@@ -155,7 +155,7 @@ def test_unknown_backbone_names_the_closest_timm_models() -> None:
 
 
 def test_losses_metrics_and_data_do_not_import_lightning() -> None:
-    """DESIGN.md: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
+    """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
     code = (
         "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
         "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "

@@ -1,4 +1,4 @@
-"""HAPLoss and HAPPIERLoss against the float64 loop oracles of SPEC.md §1-2, plus their properties."""
+"""HAPLoss and HAPPIERLoss against the float64 loop oracles of docs/spec.md §1–2, plus their properties."""
 
 from __future__ import annotations
 

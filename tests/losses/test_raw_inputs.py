@@ -1,5 +1,5 @@
 """Every loss of the registry on raw (unnormalised) embeddings equals the float64 oracle on the normalised ones, value
-and gradient with respect to the raw input (SPEC.md §0); plus ``normalize=False``, ``include_self`` and the authors'
+and gradient with respect to the raw input (spec §0), plus ``normalize=False``, ``include_self`` and the authors'
 calibration average."""
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_retrieval_set_without_positive_for_any_query(name: str) -> None:
         )
 
 
-# (temperature, squared distance) of each single-level proxy loss (SPEC.md §2)
+# (temperature, squared distance) of each single-level proxy loss (docs/spec.md §2)
 PROXY_LOGITS = {"ClusterLoss": (0.05, False), "NormSoftmaxLoss": (0.05, False), "ProxyNCAPPLoss": (1 / 9, True)}
 
 

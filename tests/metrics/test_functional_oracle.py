@@ -1,4 +1,4 @@
-"""`retrieval_metrics` against the brute-force oracle of SPEC.md §1, the worked examples, and scikit-learn."""
+"""`retrieval_metrics` against the brute-force oracle of docs/spec.md §1, the worked examples, and scikit-learn."""
 
 from __future__ import annotations
 
@@ -139,15 +139,25 @@ def test_ap_and_ndcg_against_scikit_learn() -> None:
     assert out["ndcg"] == pytest.approx(ndcg)
 
 
-def test_ap_ties_match_scikit_learn() -> None:
-    """scikit-learn's AP counts a tied group at its lowest precision: the pessimistic convention of SPEC.md §0."""
+def test_scikit_learn_on_tied_scores() -> None:
+    """scikit-learn's NDCG averages the gains of a tie group: ``ties="average"``. Its AP gives every positive of a
+    tie group the group's last precision, which no ordering does: it lies between the pessimistic and optimistic AP."""
     g = torch.Generator().manual_seed(2)
-    query = torch.ones(1, 2, dtype=torch.float64)
+    queries = torch.tensor([[1.0, 1.0], [1.0, -1.0], [0.0, 1.0]], dtype=torch.float64)
     gallery = torch.randint(0, 3, (30, 2), generator=g).double()
-    g_labels = torch.randint(0, 2, (30,), generator=g)
-    out = retrieval_metrics(query, torch.tensor([1]), ref_embeddings=gallery, ref_labels=g_labels)
-    expected = average_precision_score((g_labels == 1).numpy(), (gallery @ query.T)[:, 0].numpy())
-    assert out["map"] == pytest.approx(expected)
+    q_labels = torch.tensor([[1, 0], [0, 0], [2, 1]])
+    g_labels = torch.randint(0, 4, (30,), generator=g)
+    g_labels = torch.stack([g_labels, g_labels // 2], 1)
+    kwargs = dict(ref_embeddings=gallery, ref_labels=g_labels)
+    by_policy = {ties: retrieval_metrics(queries, q_labels, ties=ties, **kwargs) for ties in ("pessimistic", "average",
+                                                                                                 "optimistic")}
+    scores = (queries @ gallery.T).numpy()
+    levels = (q_labels[:, None, 1] == g_labels[None, :, 1]).long() + (q_labels[:, None, 0] == g_labels[None, :, 0])
+    assert (scores[:, :, None] == scores[:, None, :]).sum() > 3 * 30  # many ties
+    assert by_policy["average"]["ndcg"] == pytest.approx(ndcg_score((2.0 ** levels.double() - 1).numpy(), scores))
+    fine = (q_labels[:, None, 0] == g_labels[None, :, 0]).numpy()
+    sklearn_ap = sum(average_precision_score(fine[i], scores[i]) for i in range(3)) / 3
+    assert by_policy["pessimistic"]["map"] < sklearn_ap < by_policy["optimistic"]["map"]
 
 
 @pytest.mark.parametrize("ties", [False, True])

@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
+from ranklit.functional.binary_metrics import binary_query_metrics
 from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics
 from ranklit.functional.inputs import levels_between
-from ranklit.functional.positive_ranks import SortedKeys, binary_query_metrics, positive_ranks
+from ranklit.functional.positive_ranks import SortedKeys, positive_counts
+from ranklit.functional.ties import tie_positives
 from tests.metrics.ranked import ranked_relevant
 
 
@@ -28,6 +30,13 @@ def _apply(transform, scores: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(scores), transform(scores), scores)
 
 
+CUTOFFS = {"recall_at": (1, 3), "ndcg_at": (2,)}
+
+
+def _binary(scores: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> dict[str, torch.Tensor]:
+    return binary_query_metrics(tie_positives(*positive_counts(scores, index, valid), "pessimistic"), CUTOFFS)
+
+
 @pytest.mark.parametrize("transform", [lambda s: s**3, lambda s: torch.exp(4 * s) - 7.0, lambda s: torch.atan(s) * 5])
 def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
     scores, labels = _scores_and_labels(0)
@@ -35,15 +44,15 @@ def test_monotone_transform_of_scores_changes_nothing(transform) -> None:
     levels = levels_between(q_labels, r_labels)
     for h in range(2):
         index, valid = SortedKeys(r_labels[:, h]).match(q_labels[:, h])
-        before = binary_query_metrics(*positive_ranks(scores, index, valid), (1, 3))
-        after = binary_query_metrics(*positive_ranks(_apply(transform, scores), index, valid), (1, 3))
+        before = _binary(scores, index, valid)
+        after = _binary(_apply(transform, scores), index, valid)
         for key in before:
             assert torch.equal(before[key], after[key]), key
     before_sorted = ranked_relevant(scores, levels, 2)
     after_sorted = ranked_relevant(_apply(transform, scores), levels, 2)
     pairs = [(hierarchical_query_metrics(before_sorted, 1.0), hierarchical_query_metrics(after_sorted, 1.0))]
     for h in range(2):
-        pairs.append((level_binary_metrics(before_sorted, h, (1, 3)), level_binary_metrics(after_sorted, h, (1, 3))))
+        pairs.append((level_binary_metrics(before_sorted, h, CUTOFFS), level_binary_metrics(after_sorted, h, CUTOFFS)))
     for before, after in pairs:
         for key in before:
             assert torch.allclose(before[key].double(), after[key].double(), rtol=1e-12), key
@@ -69,7 +78,7 @@ def test_perfect_ranking_gives_one_everywhere() -> None:
     coarse_dir = torch.eye(3, dtype=torch.float64)[coarse] * 10
     fine_dir = torch.randn(9, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     fine_dir = torch.nn.functional.normalize(fine_dir, dim=1)
-    # distinct items (exactly equal positives would tie, and a tie gives every member the last rank of its group)
+    # distinct items (a tie of a positive with a negative would put the negative first)
     jitter = 1e-3 * torch.randn(36, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     e = torch.nn.functional.normalize(coarse_dir + fine_dir[fine] + jitter, dim=1)
     out = retrieval_metrics(e, torch.stack([fine, coarse], 1), recall_at=(1, 2))
@@ -79,14 +88,14 @@ def test_perfect_ranking_gives_one_everywhere() -> None:
     assert out["num_queries"] == 36 and out["num_queries_without_positive"] == 0
 
 
-def test_ties_are_counted_against_the_positive() -> None:
+def test_pessimistic_ties_put_the_negatives_of_a_tie_first() -> None:
     query = torch.tensor([[1.0, 0.0]])
     gallery = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # the positive ties with a negative at the top
     out = retrieval_metrics(
         query, torch.tensor([0]), ref_embeddings=gallery, ref_labels=torch.tensor([0, 1, 1]), recall_at=(1, 2)
     )
     assert out["precision_at_1"] == 0.0 and out["recall_at_1"] == 0.0 and out["recall_at_2"] == 1.0
-    assert out["map"] == 0.5 and out["map_at_r"] == 0.0
+    assert out["map"] == 0.5 and out["map_at_r"] == 0.0 and out["mrr"] == 0.5
 
 
 def test_queries_without_positive_are_counted_and_left_out() -> None:

@@ -29,22 +29,22 @@ def _assert_close(got: dict, expected: dict) -> None:
 def _uses_symmetric_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the blocks the symmetric path yields (it must be the path taken)."""
     blocks: list[int] = []
-    original = symmetric_ranks.symmetric_positive_ranks
+    original = symmetric_ranks.symmetric_positive_counts
 
     def counting(*args, **kwargs):
         for ranks in original(*args, **kwargs):
             blocks.append(ranks[0].shape[0])
             yield ranks
 
-    monkeypatch.setattr("ranklit.functional.metrics.symmetric_positive_ranks", counting)
+    monkeypatch.setattr("ranklit.functional.metrics.symmetric_positive_counts", counting)
     return blocks
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize(("ties", "policy"), [(False, "pessimistic"), (True, "pessimistic"), (True, "optimistic")])
 @pytest.mark.parametrize("tile", [12, 24, 200])
 def test_symmetric_path_matches_the_oracle(
-    tile: int, ties: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+    tile: int, ties: bool, policy: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     g = torch.Generator().manual_seed(tile + int(ties))
     if ties:  # small integer coordinates: many exactly equal scores, exact in float32 too
@@ -55,9 +55,9 @@ def test_symmetric_path_matches_the_oracle(
     labels[:3] = 99  # a class of 3 ...
     labels[3] = 100  # ... and a singleton query without positive
     blocks = _uses_symmetric_path(monkeypatch)
-    got = retrieval_metrics(e, labels, recall_at=(1, 2, 5), chunk_size=tile)
+    got = retrieval_metrics(e, labels, recall_at=(1, 2, 5), chunk_size=tile, ties=policy)
     assert sum(blocks) == 70 and (len(blocks) > 2) == (tile < 35)
-    _assert_close(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 2, 5)))
+    _assert_close(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 2, 5), ties=policy))
 
 
 def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,14 +73,15 @@ def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.Monk
     _assert_close(got, oracle_retrieval_metrics(e, labels))
 
 
-def test_symmetric_and_row_paths_agree() -> None:
+@pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+def test_symmetric_and_row_paths_agree(ties: str) -> None:
     g = torch.Generator().manual_seed(2)
-    e = torch.nn.functional.normalize(torch.randn(300, 16, generator=g), dim=1)
-    labels = torch.randint(0, 40, (300,), generator=g)
-    ids = torch.arange(300)
-    by_rows = retrieval_metrics(e, labels, ref_embeddings=e, ref_labels=labels, ids=ids, ref_ids=ids)
-    assert retrieval_metrics(e, labels, chunk_size=64) == pytest.approx(by_rows, rel=1e-12)
-    assert retrieval_metrics(e, labels) == pytest.approx(by_rows, rel=1e-12)
+    e = torch.randint(-2, 3, (150, 3), generator=g).float()  # many ties (the oracle of "average" is too slow here)
+    labels = torch.randint(0, 20, (150,), generator=g)
+    ids = torch.arange(150)
+    by_rows = retrieval_metrics(e, labels, ref_embeddings=e, ref_labels=labels, ids=ids, ref_ids=ids, ties=ties)
+    assert retrieval_metrics(e, labels, chunk_size=32, ties=ties) == pytest.approx(by_rows, rel=1e-12)
+    assert retrieval_metrics(e, labels, ties=ties) == pytest.approx(by_rows, rel=1e-12)
 
 
 def test_classes_larger_than_the_tile_fall_back_to_rows(monkeypatch: pytest.MonkeyPatch) -> None:

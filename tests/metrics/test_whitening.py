@@ -1,4 +1,4 @@
-"""PCA whitening (SPEC.md §3) against a float64 reference from the singular value decomposition."""
+"""PCA whitening (docs/spec.md §3) against a float64 reference from the singular value decomposition."""
 
 from __future__ import annotations
 

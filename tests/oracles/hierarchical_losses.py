@@ -1,6 +1,6 @@
-"""Float64 brute-force references for the hierarchical losses (SPEC.md §0-§2), written with Python loops.
+"""Float64 brute-force references for the hierarchical losses (docs/spec.md §0–2), written with Python loops.
 
-Nothing here imports ranklit: every step function, level, relevance and rank is re-derived from SPEC.md so the tests
+Nothing here imports ranklit: every step function, level, relevance and rank is re-derived from docs/spec.md: the tests
 compare two independent implementations. Scores are torch scalars so autograd gives the reference gradients.
 """
 
@@ -15,7 +15,7 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class Steps:
-    """Hyper-parameters of the H-AP surrogate (SPEC.md §2 defaults)."""
+    """Hyper-parameters of the H-AP surrogate (docs/spec.md §2 defaults)."""
 
     tau: float = 0.01
     rho: float = 100.0
@@ -37,7 +37,7 @@ def heaviside(x: Tensor) -> float:
 
 
 def upper_step(x: Tensor, p: Steps) -> Tensor:
-    """ROADMAP's H^- (SPEC.md §2, SupAP)."""
+    """ROADMAP's H^- (docs/spec.md §2, SupAP)."""
     sig = torch.sigmoid(torch.clamp(x / p.tau, -50.0, 50.0))
     if float(x.detach()) <= 0:
         return sig
@@ -47,7 +47,7 @@ def upper_step(x: Tensor, p: Steps) -> Tensor:
 
 
 def lower_step(x: Tensor, p: Steps) -> Tensor:
-    """HAPPIER's H_lb (SPEC.md §2, H-AP surrogate)."""
+    """HAPPIER's H_lb (docs/spec.md §2, H-AP surrogate)."""
     if float(x.detach()) <= 0:
         return p.leak * x
     return torch.clamp(p.beta * x + p.gamma, max=1.0)
@@ -83,7 +83,7 @@ def retrieval_sets(
         ref_embeddings, ref_labels = embeddings, labels
         ids = ref_ids = torch.arange(embeddings.shape[0])
     ref_labels = ref_labels[:, None] if ref_labels.ndim == 1 else ref_labels
-    embeddings, ref_embeddings = unit(embeddings), unit(ref_embeddings)  # SPEC.md §0: normalised first
+    embeddings, ref_embeddings = unit(embeddings), unit(ref_embeddings)  # docs/spec.md §0: normalised first
     out = []
     for q in range(embeddings.shape[0]):
         scores, levels = [], []
@@ -97,7 +97,7 @@ def retrieval_sets(
 
 
 def exact_hap(scores: list[Tensor], levels: list[int], num_levels: int, alpha: float = 1.0) -> float | None:
-    """H-AP of one query (SPEC.md §1), or None without relevant item."""
+    """H-AP of one query (docs/spec.md §1), or None without relevant item."""
     rel = relevances(levels, num_levels, alpha)
     relevant = [k for k, lv in enumerate(levels) if lv >= 1]
     if not relevant:
@@ -162,7 +162,7 @@ def mean_hap(embeddings: Tensor, labels: Tensor, *, alpha: float = 1.0, **refs: 
 
 
 def mean_ap(embeddings: Tensor, labels: Tensor) -> float:
-    """Exact binary mAP (SPEC.md §1) with positives = same label, query excluded."""
+    """Exact binary mAP (docs/spec.md §1) with positives = same label, query excluded."""
     values = []
     for scores, levels in retrieval_sets(embeddings, labels):
         pos = [k for k, lv in enumerate(levels) if lv >= 1]

@@ -1,8 +1,8 @@
-"""Float64 brute-force losses written straight from SPEC.md §0 and §2 (loops over queries and ranked items).
+"""Float64 brute-force losses written straight from docs/spec.md §0–2 (loops over queries and ranked items).
 
 Independent of ranklit: each oracle takes the module call's arguments, builds each query's retrieval set by the ids
 rule, and evaluates the formula item by item with differentiable torch scalars, so values *and* gradients can be
-compared with the library. Embeddings are L2-normalised first (SPEC.md §0: losses normalise what they receive),
+compared with the library. Embeddings are L2-normalised first (docs/spec.md §0: losses normalise what they receive),
 inside the autograd graph, so gradients are those with respect to the raw input.
 """
 
@@ -84,7 +84,7 @@ def supap(*args, tau=0.01, rho=100.0, delta=0.05):
 
 
 def average_precision(*args):
-    """Exact mAP (SPEC.md §1, H(0) = 1) over the queries with a positive."""
+    """Exact mAP (docs/spec.md §1, H(0) = 1) over the queries with a positive."""
     aps = []
     for _, s, pos, neg in _binary_queries(args):
         total = 0.0
@@ -140,7 +140,7 @@ def _triangle(x: Tensor, centre: float, width: float) -> Tensor:
 
 
 def binned_ap_one_query(values, pos, neg, centres, width, tie_aware=False):
-    """AP of one query from soft histograms over ``centres`` (most relevant first), SPEC.md §2."""
+    """AP of one query from soft histograms over ``centres`` (most relevant first), docs/spec.md §2."""
     pos_values, neg_values = values[torch.tensor(pos)], values[torch.tensor(neg, dtype=torch.long)]
     h_pos = [_triangle(pos_values, c, width).sum() for c in centres]
     h_all = [h_pos[m] + _triangle(neg_values, c, width).sum() for m, c in enumerate(centres)]

@@ -1,10 +1,11 @@
-"""Brute-force float64 retrieval metrics, written straight from SPEC.md §0-§1 with Python loops.
+"""Brute-force float64 retrieval metrics, written straight from docs/spec.md §0–1 with Python loops.
 
 Independent of ranklit: no sorting tricks, no chunking, one query and one item at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -20,72 +21,99 @@ def oracle_levels(query_label: list[int], item_label: list[int]) -> int:
     return level
 
 
-def oracle_query(
-    scores: list[float], levels: list[int], same_column: list[list[bool]], num_levels: int,
-    recall_at: tuple[int, ...], alpha: float,
+def _ordered_metrics(
+    order: list[int], levels: list[int], same_column: list[list[bool]], num_levels: int,
+    recall_at: tuple[int, ...], ndcg_at: tuple[int, ...], alpha: float,
 ) -> dict[str, float | None]:
-    """Metrics of one query. ``scores``/``levels`` cover the retrieval set only (removed items already dropped);
-    ``same_column[h][j]`` says item ``j`` has the query's label at column ``h``. ``None`` = undefined (no positive)."""
-    n = len(scores)
-
-    def rank(k: int, among: list[int]) -> int:
-        return 1 + sum(1 for j in among if j != k and scores[j] >= scores[k])
-
-    everything = list(range(n))
+    """Every metric of one query for one strict ordering ``order`` of its retrieval set (no ties left)."""
+    position = {j: p + 1 for p, j in enumerate(order)}  # rank = position in the ordering
     out: dict[str, float | None] = {}
     for h in range(num_levels):
-        positives = [j for j in everything if same_column[h][j]]
-        r = len(positives)
         suffix = "" if num_levels == 1 else f"_level{h}"
+        positives = [j for j in order if same_column[h][j]]
+        r = len(positives)
+        keys = ["map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at), "r_precision", "mrr",
+                *(f"ndcg_at_{k}" for k in ndcg_at)]
         if r == 0:
-            for key in ("map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)):
-                out[key + suffix] = None
+            out.update({key + suffix: None for key in keys})
             continue
-        ranks = {k: rank(k, everything) for k in positives}
-        ranks_pos = {k: rank(k, positives) for k in positives}
-        out["map" + suffix] = sum(ranks_pos[k] / ranks[k] for k in positives) / r
-        out["map_at_r" + suffix] = sum(ranks_pos[k] / ranks[k] for k in positives if ranks[k] <= r) / r
-        out["precision_at_1" + suffix] = float(any(ranks[k] == 1 for k in positives))
+        rank = {k: position[k] for k in positives}
+        rank_pos = {k: i + 1 for i, k in enumerate(positives)}  # positives listed in rank order
+        out["map" + suffix] = sum(rank_pos[k] / rank[k] for k in positives) / r
+        out["map_at_r" + suffix] = sum(rank_pos[k] / rank[k] for k in positives if rank[k] <= r) / r
+        out["precision_at_1" + suffix] = float(same_column[h][order[0]])
         for cut in recall_at:
-            out[f"recall_at_{cut}" + suffix] = float(any(ranks[k] <= cut for k in positives))
+            out[f"recall_at_{cut}" + suffix] = float(any(rank[k] <= cut for k in positives))
+        out["r_precision" + suffix] = sum(1 for k in positives if rank[k] <= r) / r
+        out["mrr" + suffix] = 1.0 / min(rank.values())
+        for cut in ndcg_at:
+            dcg = sum(1.0 / math.log2(1 + rank[k]) for k in positives if rank[k] <= cut)
+            out[f"ndcg_at_{cut}" + suffix] = dcg / sum(1.0 / math.log2(1 + i) for i in range(1, min(r, cut) + 1))
     if num_levels > 1:
-        out.update(_oracle_hierarchical(scores, levels, num_levels, alpha))
+        out.update(_ordered_hierarchical(order, levels, num_levels, alpha))
     return out
 
 
-def _oracle_hierarchical(scores: list[float], levels: list[int], num_levels: int, alpha: float) -> dict:
-    n = len(scores)
-    relevant = [k for k in range(n) if levels[k] >= 1]
+def _ordered_hierarchical(order: list[int], levels: list[int], num_levels: int, alpha: float) -> dict:
+    relevant = [k for k in order if levels[k] >= 1]
     if not relevant:
         return {"hap": None, "asi": None, "ndcg": None}
-    size = {v: sum(1 for k in range(n) if levels[k] == v) for v in range(num_levels + 1)}
-    rel = [((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in range(n)]
-    rank = [1 + sum(1 for j in range(n) if j != k and scores[j] >= scores[k]) for k in range(n)]
+    position = {j: p + 1 for p, j in enumerate(order)}
+    size = {v: sum(1 for k in order if levels[k] == v) for v in range(num_levels + 1)}
+    rel = {k: ((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in order}
     hap = 0.0
     for k in relevant:
-        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if j != k and scores[j] >= scores[k])
-        hap += h_rank / rank[k]
+        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if position[j] < position[k])
+        hap += h_rank / position[k]
     hap /= sum(rel[k] for k in relevant)
     r = len(relevant)
-    ideal = sorted(levels, reverse=True)
+    ideal = sorted((levels[k] for k in order), reverse=True)
     asi = 0.0
     for cut in range(1, r + 1):
-        top = [levels[j] for j in range(n) if rank[j] <= cut]
+        top = [levels[j] for j in order[:cut]]
         asi += sum(min(top.count(v), ideal[:cut].count(v)) for v in range(1, num_levels + 1)) / cut
     asi /= r
-    dcg = sum((2.0 ** levels[k] - 1.0) / math.log2(1 + rank[k]) for k in range(n))
+    dcg = sum((2.0 ** levels[k] - 1.0) / math.log2(1 + position[k]) for k in order)
     idcg = sum((2.0 ** lv - 1.0) / math.log2(1 + i + 1) for i, lv in enumerate(ideal))
     return {"hap": hap, "asi": asi, "ndcg": dcg / idcg}
+
+
+def tie_orderings(scores: list[float], levels: list[int], ties: str) -> list[list[int]]:
+    """The orderings of a query's retrieval set a tie policy looks at (docs/spec.md §0, Ranks and ties).
+
+    ``"pessimistic"``: each group of equal scores by increasing level (negatives first); ``"optimistic"``: by
+    decreasing level; ``"average"``: every ordering of every group (their mean is the expectation)."""
+    items = range(len(scores))
+    if ties == "pessimistic":
+        return [sorted(items, key=lambda j: (-scores[j], levels[j], j))]
+    if ties == "optimistic":
+        return [sorted(items, key=lambda j: (-scores[j], -levels[j], j))]
+    groups = [[j for j in items if scores[j] == value] for value in sorted(set(scores), reverse=True)]
+    choices = itertools.product(*map(itertools.permutations, groups))
+    return [[j for group in choice for j in group] for choice in choices]
+
+
+def oracle_query(
+    scores: list[float], levels: list[int], same_column: list[list[bool]], num_levels: int,
+    recall_at: tuple[int, ...], alpha: float, ndcg_at: tuple[int, ...] = (10,), ties: str = "pessimistic",
+) -> dict[str, float | None]:
+    """Metrics of one query. ``scores``/``levels`` cover the retrieval set only (removed items already dropped);
+    ``same_column[h][j]`` says item ``j`` has the query's label at column ``h``. ``None`` = undefined (no positive).
+    Each policy is the mean of the metrics over its orderings (:func:`tie_orderings`)."""
+    runs = [_ordered_metrics(order, levels, same_column, num_levels, recall_at, ndcg_at, alpha)
+            for order in tie_orderings(scores, levels, ties)]
+    return {key: None if runs[0][key] is None else sum(run[key] for run in runs) / len(runs) for key in runs[0]}
 
 
 def oracle_retrieval_metrics(
     embeddings: torch.Tensor, labels: torch.Tensor, *, ref_embeddings: torch.Tensor | None = None,
     ref_labels: torch.Tensor | None = None, ids: torch.Tensor | None = None, ref_ids: torch.Tensor | None = None,
     junk: torch.Tensor | None = None, recall_at: tuple[int, ...] = (1, 2, 4, 8), alpha: float = 1.0,
-    normalize: bool = True,
-) -> dict[str, float | int]:
+    normalize: bool = True, ndcg_at: tuple[int, ...] = (10,), ties: str = "pessimistic", average: str = "query",
+    per_query: bool = False,
+) -> dict[str, float | int | list]:
     """The dictionary of ``ranklit.functional.retrieval_metrics``, by brute force (embeddings divided by their norm
-    first unless ``normalize=False``, SPEC.md §0)."""
+    first unless ``normalize=False``, docs/spec.md §0)."""
 
     def unit(x: torch.Tensor) -> torch.Tensor:
         x = x.double()
@@ -104,7 +132,7 @@ def oracle_retrieval_metrics(
         q_ids = ids.tolist() if ids is not None else None
         r_ids = ref_ids.tolist() if ref_ids is not None else None
     num_levels = len(q_labels[0])
-    per_query = []
+    values = []
     for a in range(len(q)):
         keep = [
             j for j in range(len(refs))
@@ -113,17 +141,28 @@ def oracle_retrieval_metrics(
         scores = [sum(x * y for x, y in zip(q[a], refs[j], strict=True)) for j in keep]
         levels = [oracle_levels(q_labels[a], r_labels[j]) for j in keep]
         same = [[q_labels[a][h] == r_labels[j][h] for j in keep] for h in range(num_levels)]
-        per_query.append(oracle_query(scores, levels, same, num_levels, recall_at, alpha))
-    out: dict[str, float | int] = {}
-    for key in per_query[0]:
-        defined = [m[key] for m in per_query if m[key] is not None]
-        out[key] = sum(defined) / len(defined) if defined else float("nan")
+        values.append(oracle_query(scores, levels, same, num_levels, recall_at, alpha, ndcg_at, ties))
+    out: dict[str, float | int | list] = {}
+    for key in values[0]:
+        if per_query:
+            out[key] = [math.nan if m[key] is None else m[key] for m in values]
+        elif average == "class":  # the mean over the classes (finest label) of the per-class means
+            by_class: dict[int, list[float]] = {}
+            for m, label in zip(values, q_labels, strict=True):
+                if m[key] is not None:
+                    by_class.setdefault(label[0], []).append(m[key])
+            means = [sum(v) / len(v) for v in by_class.values()]
+            out[key] = sum(means) / len(means) if means else float("nan")
+        else:
+            defined = [m[key] for m in values if m[key] is not None]
+            out[key] = sum(defined) / len(defined) if defined else float("nan")
     if num_levels > 1:
-        for key in ("map", "map_at_r", "precision_at_1", *(f"recall_at_{k}" for k in recall_at)):
-            out[key] = out[f"{key}_level0"]
+        for key in list(out):
+            if key.endswith("_level0"):
+                out[key.removesuffix("_level0")] = out[key]
     finest = "map" if num_levels == 1 else "map_level0"
     out["num_queries"] = len(q)
-    out["num_queries_without_positive"] = sum(1 for m in per_query if m[finest] is None)
+    out["num_queries_without_positive"] = sum(1 for m in values if m[finest] is None)
     return out
 
 

@@ -1,6 +1,6 @@
 """2-process DDP on CPU (gloo) with B rows per rank equals one process with 2B: loss and parameter gradients.
 
-Covers the gather with gradients (SPEC.md §3: no extra world-size factor), multistage backprop under DDP (DDP's own
+Covers the gather with gradients (docs/spec.md §3: no extra world-size factor), multistage backprop under DDP (DDP's own
 sync off, gradients averaged once) and the cross-batch memory fed with the gathered batch.
 """
 

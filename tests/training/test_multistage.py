@@ -1,4 +1,4 @@
-"""Multistage backprop gives the gradients of plain backprop of the whole batch (SPEC.md §3)."""
+"""Multistage backprop gives the gradients of plain backprop of the whole batch (docs/spec.md §3)."""
 
 from __future__ import annotations
 
