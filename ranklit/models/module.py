@@ -53,9 +53,9 @@ class RetrievalModule(L.LightningModule):
     queries against the embeddings of all ranks, gathered with gradients by ranklit's own
     :func:`ranklit.training.gather_with_grad` (its backward returns to each rank the gradient that every rank's loss
     sends to its rows), the query excluded by its global sample index: the gradient equals that of one process with
-    the global batch ([spec §3][spec-training]). With a ``memory`` the queries are also ranked against past batches (XBM). With
-    ``multistage`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size`` images at a time
-    (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
+    the global batch ([spec §3][spec-training]). With a ``memory`` the queries are also ranked against past batches
+    (XBM). With ``multistage`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size``
+    images at a time (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
     ``--trainer.precision bf16-mixed`` only affects the network. See :func:`ranklit.training.ranking_objective`.
 
     **Multistage mode** uses Lightning's manual optimisation (one optimiser step per batch): Lightning rejects
