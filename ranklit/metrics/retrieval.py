@@ -16,6 +16,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ranklit.compat import metric_is_synced, synced_states
 from ranklit.functional.inputs import (
     check_chunk_size,
     check_distinct_ids,
@@ -207,11 +208,10 @@ class RetrievalMetrics(Metric):
 
     def compute_per_query(self) -> dict[str, Tensor]:
         """Every query's values: each metric key holds a ``[Q]`` float64 tensor (NaN for a query without a positive),
-        plus ``"ids"`` (``[Q]``, the queries' ids, or their positions among the queries when no ids were given), in
-        the order of the deduplicated queries. The two counts stay 0-dim. Same options and DDP split as
-        :meth:`compute`."""
-        with self.sync_context(dist_sync_fn=self.dist_sync_fn, should_sync=self._to_sync,
-                               should_unsync=self._should_unsync):  # fmt: skip
+        plus ``"ids"`` (``[Q]``, the queries' ids in increasing order, or their positions among the queries when no
+        ids were given), which says which query each entry belongs to. The two counts stay 0-dim. Same options and
+        DDP split as :meth:`compute`."""
+        with synced_states(self):
             values, ids = self._evaluate(per_query=True)
         values["ids"] = ids
         return values
@@ -241,7 +241,7 @@ class RetrievalMetrics(Metric):
         options: dict[str, Any] = dict(
             recall_at=self.recall_at, ndcg_at=self.ndcg_at, alpha=self.alpha, ties=self.ties, average=self.average,
             per_query=per_query, chunk_size=self.chunk_size, normalize=self.normalize,
-            shard=distributed_shard(self.process_group) if self._is_synced else None,
+            shard=distributed_shard(self.process_group) if metric_is_synced(self) else None,
         )  # fmt: skip
         if not is_gallery.any():
             return retrieval_metric_tensors(embeddings, labels, ids=ids, **options), query_ids

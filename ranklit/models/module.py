@@ -12,6 +12,7 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 from typing_extensions import override
 
+from ranklit.compat import attached_trainer
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models.backbones import EmbeddingNet
@@ -154,7 +155,7 @@ class RetrievalModule(L.LightningModule):
     @override
     def setup(self, stage: str) -> None:
         sized: list[Any] = [m for m in self.loss.modules() if hasattr(m, "setup_classes")]  # proxy losses
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        datamodule = getattr(self.trainer, "datamodule", None) if attached_trainer(self) is not None else None
         if stage != "fit" or not sized or datamodule is None or not hasattr(datamodule, "num_classes"):
             return
         for module in sized:

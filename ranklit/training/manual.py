@@ -27,6 +27,7 @@ from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 
+from ranklit.compat import skip_ddp_gradient_sync
 from ranklit.training.distributed import average_gradients, is_distributed
 
 __all__ = ["prepare_ddp", "manual_optimization_step", "step_lr_schedulers"]
@@ -51,7 +52,7 @@ def prepare_ddp(trainer: L.Trainer) -> None:
             f"Multistage backprop supports one device or the DDP strategy, got {type(trainer.strategy).__name__}: "
             "set `trainer.strategy: ddp` or `model.multistage: null`."
         )
-    model.require_backward_grad_sync = False
+    skip_ddp_gradient_sync(model)
 
 
 def manual_optimization_step(

@@ -41,6 +41,21 @@ def test_repeated_ids_are_deduplicated() -> None:
     assert metric.compute() == retrieval_metrics(e, labels, ids=torch.arange(40))
 
 
+def test_per_query_values_follow_the_deduplicated_queries() -> None:
+    e, labels = _problem(seed=4)
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(0))
+    metric = RetrievalMetrics(recall_at=(1, 5))
+    metric.update(e[order], labels[order], order)
+    metric.update(e[:5], labels[:5], torch.arange(5))  # repeats are dropped
+    values = metric.compute_per_query()
+    ids = values.pop("ids")
+    assert sorted(ids.tolist()) == list(range(40))
+    expected = oracle_retrieval_metrics(e[ids], labels[ids], recall_at=(1, 5), per_query=True)
+    for key, value in values.items():
+        assert torch.allclose(value, torch.as_tensor(expected[key], dtype=value.dtype), rtol=1e-9, equal_nan=True), key
+    assert float(metric.compute()["map"]) == pytest.approx(float(values["map"].nanmean()), rel=1e-12)
+
+
 def test_gallery_mode_ranks_queries_against_the_gallery_only() -> None:
     e, labels = _problem(seed=3)
     metric = RetrievalMetrics(recall_at=(1, 2))
