@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import lightning as L
 import torch.distributed as dist
@@ -62,6 +63,10 @@ class RetrievalDataModule(L.LightningDataModule):
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
     resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
     keeps it.
+    **Decoding**: with ranklit's transforms, JPEGs are decoded at reduced size where every crop stays at least the
+    output size (:func:`ranklit.data.decoding.load_image`). An image that cannot be decoded stops the run naming its
+    path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"`` is replaced by the next image of its
+    class and named in a warning (``ranklit data check`` finds such files beforehand).
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
     points a config at the data (``--data.root DIR``); from Python, give each dataset its root.
 
@@ -78,6 +83,7 @@ class RetrievalDataModule(L.LightningDataModule):
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes.
+        on_bad_image: ``"stop"`` or ``"skip"`` an image that cannot be decoded (see **Decoding**).
 
     Example:
         >>> from functools import partial
@@ -106,6 +112,7 @@ class RetrievalDataModule(L.LightningDataModule):
         mean: tuple[float, float, float] = IMAGENET_MEAN,
         std: tuple[float, float, float] = IMAGENET_STD,
         num_workers: int = 0,
+        on_bad_image: Literal["stop", "skip"] = "stop",
     ) -> None:
         super().__init__()
         self.train_dataset, self.val_dataset = train_dataset, val_dataset
@@ -116,10 +123,19 @@ class RetrievalDataModule(L.LightningDataModule):
         self.mean, self.std = tuple(mean), tuple(std)
         train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
-        for dataset, transform in ((train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation),
-                                   (gallery_dataset, evaluation)):  # fmt: skip
-            if dataset is not None and getattr(dataset, "transform", None) is None:
+        if on_bad_image not in ("stop", "skip"):
+            raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
+        fit, whole = (image_size, crop_scale[0] * 3 / 4), (resize_size, 1.0)  # smallest crop: scale[0], ratio 3/4
+        parts = [(train_dataset, train, fit), (val_dataset, evaluation, whole), (test_dataset, evaluation, whole)]
+        for dataset, transform, hint in [*parts, (gallery_dataset, evaluation, whole)]:
+            if dataset is None:
+                continue
+            if hasattr(dataset, "on_bad_image"):
+                dataset.on_bad_image = on_bad_image
+            if getattr(dataset, "transform", None) is None:
                 dataset.transform = transform
+                if hasattr(dataset, "decode_min_side"):
+                    dataset.decode_min_side, dataset.decode_area_fraction = hint
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)

@@ -4,20 +4,25 @@ Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` an
 ``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
 returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
 ``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
-dataset is obtained. An image that fails to decode raises ``ValueError`` naming its path.
+dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`. An image that fails to decode
+raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is replaced by the
+next image of its class and named in a warning.
 """
 
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
+
+from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 
 __all__ = [
     "ImageRetrievalDataset",
@@ -28,32 +33,6 @@ __all__ = [
     "retrieval_item",
     "split_pool",
 ]
-
-IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
-
-
-def load_image(path: str | Path) -> Image.Image:
-    """Decode an image file as RGB (grayscale and CMYK images are converted).
-
-    Raises:
-        FileNotFoundError: the file does not exist (the message names it).
-        ValueError: the file exists but cannot be decoded (the message names it and the decoder's error).
-
-    Example:
-        >>> load_image("/nonexistent/x.jpg")
-        Traceback (most recent call last):
-        ...
-        FileNotFoundError: Image file not found: /nonexistent/x.jpg
-    """
-    path = Path(path)
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"Image file not found: {path}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
-        raise ValueError(f"Could not decode image {path}: {error}. Re-extract or remove this file.") from error
-
 
 def contiguous_labels(rows: Sequence[Sequence[Hashable]]) -> tuple[Tensor, list[list[Hashable]]]:
     """Map each label column to contiguous ids ``0..C-1`` (in sorted order of the original values).
@@ -133,6 +112,9 @@ class ImageRetrievalDataset(RetrievalDataset):
     SPLITS: ClassVar[tuple[str, ...]] = ()
     LAYOUT: ClassVar[str] = ""
     SOURCE: ClassVar[str] = ""
+    on_bad_image: str = "stop"  # "skip": an undecodable image is replaced by the next image of its class
+    decode_min_side: int | None = None  # reduced-size JPEG decoding (ranklit.data.decoding.load_image)
+    decode_area_fraction: float = 1.0
 
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
@@ -177,13 +159,32 @@ class ImageRetrievalDataset(RetrievalDataset):
         self.num_classes = int(torch.unique(labels[:, 0]).numel())
 
     def _load(self, index: int) -> Image.Image:
-        return load_image(self.paths[index])
+        return load_image(self.paths[index], min_side=self.decode_min_side, area_fraction=self.decode_area_fraction)
+
+    def _load_or_substitute(self, index: int) -> Image.Image:
+        """The image of ``index``; with ``on_bad_image="skip"``, the next decodable image of its class instead of an
+        undecodable one (a warning names each file skipped)."""
+        try:
+            return self._load(index)
+        except ValueError as error:
+            if self.on_bad_image != "skip":
+                raise
+            warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
+        fine = self.labels if self.labels.dim() == 1 else self.labels[:, 0]
+        mates = torch.nonzero(fine == fine[index]).flatten().tolist()
+        start = mates.index(index)
+        for mate in mates[start + 1 :] + mates[:start]:
+            try:
+                return self._load(mate)
+            except ValueError as error:
+                warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
+        raise ValueError(f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded.")
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        return retrieval_item(self._load(int(index)), self.labels[int(index)], index, self.transform)
+        return retrieval_item(self._load_or_substitute(int(index)), self.labels[int(index)], index, self.transform)
 
     def __repr__(self) -> str:
         return (
