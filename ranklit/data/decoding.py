@@ -17,7 +17,7 @@ What :func:`load_image` does with each kind of file Pillow opens:
 (Pillow's ``draft``), several times faster. :func:`load_image` uses the largest reduction that keeps the decoded image's
 *relevant side* at least ``min_side`` pixels, so every crop a transform then takes is still *downscaled* to its output
 size: what the crop sees changes only by the resampling filter (a tolerance measured in ``tests/data``: mean absolute
-difference under 3 of 255 on natural-looking images). :func:`relevant_side` says which side.
+difference under 1.5 of 255 on a photograph-like image). :func:`relevant_side` says which side.
 """
 
 from __future__ import annotations
