@@ -46,7 +46,7 @@ def test_csv_flat_without_split(tmp_path: Path) -> None:
     _csv_layout(tmp_path, "path,label\nx.jpg,cat\ny.jpg,dog\nz.jpg,cat\n")
     data = CSVDataset(tmp_path, csv_file="data.csv")
     assert data.labels.tolist() == [0, 1, 0] and data.class_names == [["cat", "dog"]]
-    with pytest.raises(ValueError, match=r"has no rows with split 'train' \(splits present: no split column\)"):
+    with pytest.raises(ValueError, match=r"has no `split` column \(its header: path,label\), so no rows with split"):
         CSVDataset(tmp_path, "train", csv_file="data.csv")
 
 
@@ -55,8 +55,8 @@ def test_csv_flat_without_split(tmp_path: Path) -> None:
     [
         ("file,label\nx.jpg,1\n", "line 1: expected the header `path,label"),
         ("path,split\nx.jpg,train\n", "line 1: expected the header"),
-        ("path,label\nx.jpg,1,2\n", "line 2: expected 2 non-empty fields"),
-        ("path,label,split\nx.jpg,,train\n", "line 2: expected 3 non-empty fields"),
+        ("path,label\nx.jpg,1,2\n", "1 rows with more fields than the header's 2 \\(path,label\\): line 2"),
+        ("path,label,split\nx.jpg,,train\n", "1 rows with an empty field: line 2"),
     ],
 )
 def test_csv_errors(tmp_path: Path, text: str, match: str) -> None:

@@ -22,6 +22,7 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 
 __all__ = [
@@ -145,18 +146,34 @@ class ImageRetrievalDataset(RetrievalDataset):
         )
 
     def _set_samples(
-        self, paths: Sequence[Path], rows: Sequence[Sequence[Hashable]], keep: Sequence[int] | None = None
+        self,
+        paths: Sequence[Path],
+        rows: Sequence[Sequence[Hashable]],
+        keep: Sequence[int] | None = None,
+        problems: Problems | None = None,
+        shown_as: Sequence[str] | None = None,
     ) -> None:
         """Store the samples, relabelling every column to contiguous ids over ``rows`` (all of them, so that
-        e.g. query and gallery share ids), then keeping the positions ``keep`` (default: all)."""
+        e.g. query and gallery share ids), then keeping the positions ``keep`` (default: all).
+
+        The kept files are checked (:func:`ranklit.data.datasets.validation.check_samples`; ``shown_as`` names each
+        of ``paths`` in the message) and every problem, with those the reader recorded in ``problems``, is raised at
+        once as a :class:`~ranklit.data.datasets.validation.DatasetError`.
+        """
         labels, self.class_names = contiguous_labels(rows)
         if keep is not None:
             labels, paths = labels[torch.as_tensor(keep, dtype=torch.long)], [paths[i] for i in keep]
-        if len(paths) == 0:
+            shown_as = None if shown_as is None else [shown_as[i] for i in keep]
+        if len(paths) == 0 and (problems is None or not problems.lines):
             raise ValueError(self._layout_message(f"split {self.split!r} lists no image"))
+        if problems is None:
+            problems = Problems(type(self).__name__, self.root)
+        check_samples(problems, paths, shown_as)
+        problems.raise_if_any()
         self.paths = list(paths)
         self.labels = labels[:, 0].clone() if labels.shape[1] == 1 else labels
         self.num_classes = int(torch.unique(labels[:, 0]).numel())
+        warn_about_classes(type(self).__name__, self.split, labels[:, 0])
 
     def _load(self, index: int) -> Image.Image:
         return load_image(self.paths[index], min_side=self.decode_min_side, area_fraction=self.decode_area_fraction)
