@@ -8,6 +8,7 @@ datasets are dataset objects, and the batch sampler is a *factory* called with t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -20,6 +21,7 @@ from typing_extensions import override
 
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from ranklit.errors import UserError
 
 __all__ = ["BatchSamplerFactory", "RetrievalDataModule"]
 
@@ -135,7 +137,7 @@ class RetrievalDataModule(L.LightningDataModule):
             if getattr(dataset, "transform", None) is None:
                 dataset.transform = transform
                 if hasattr(dataset, "decode_min_side"):
-                    dataset.decode_min_side, dataset.decode_area_fraction = hint
+                    dataset.decode_min_side, dataset.decode_area_fraction = hint  # type: ignore[attr-defined]
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)
@@ -149,17 +151,32 @@ class RetrievalDataModule(L.LightningDataModule):
         labels = _labels(self._require("train_dataset", "Counting the training classes"))
         return int((labels if labels.ndim == 1 else labels[:, 0]).max()) + 1
 
-    @override
-    def train_dataloader(self) -> DataLoader:
+    def _train_batch_sampler(self) -> Sampler:
         data = self._require("train_dataset", "Training")
         if self.batch_sampler is None:
-            raise ValueError(
+            raise UserError(
                 "Training needs `data.batch_sampler`, e.g. `class_path: ranklit.data.PKSampler` with `init_args: "
                 "{p: 8, k: 4}` (8 classes x 4 images per batch)."
             )
+        try:
+            return self.batch_sampler(_labels(data))
+        except (ValueError, TypeError) as error:
+            raise UserError(f"`data.batch_sampler`: {error}") from error
+
+    def check_batch_sampler(self) -> None:
+        """Build the training batch sampler once and discard it (its warnings too; the training loader's own sampler
+        repeats them), so that a bad setting stops a run before any work: the CLI calls it before the baseline
+        validation. Under DDP the process group does not exist yet: the sampler is checked as on one process."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._train_batch_sampler()
+
+    @override
+    def train_dataloader(self) -> DataLoader:
+        data = self._require("train_dataset", "Training")
         return DataLoader(
             data,
-            batch_sampler=self.batch_sampler(_labels(data)),
+            batch_sampler=self._train_batch_sampler(),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
         )

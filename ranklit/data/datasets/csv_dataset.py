@@ -102,7 +102,10 @@ class CSVDataset(ImageRetrievalDataset):
     @staticmethod
     def _well_formed(records: list[tuple[int, list[str]]], header: list[str], problems: Problems) -> Rows:
         """The rows with one non-empty field per column (stripped); the others are recorded as problems."""
-        rows, short, long, empty = [], [], [], []
+        rows: Rows = []
+        short: list[str] = []
+        long: list[str] = []
+        empty: list[str] = []
         for number, row in records:
             fields = [v.strip() for v in row]
             if len(fields) != len(header):

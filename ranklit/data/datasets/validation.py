@@ -19,12 +19,15 @@ from pathlib import Path
 
 from torch import Tensor
 
+from ranklit.errors import UserError
+
 __all__ = ["DatasetError", "Problems", "check_samples", "examples", "warn_about_classes"]
 
 SHOWN = 3  # instances listed per kind of problem
+KINDS = 4  # kinds of problem listed (the message stays within 6 lines)
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError):
     """Something wrong with the user's data files (a CSV, a folder): the message says what, where, and the fix."""
 
 
@@ -52,7 +55,8 @@ class Problems:
     """
 
     def __init__(self, owner: str, where: str | Path) -> None:
-        self.owner, self.where, self.lines, self.count = owner, str(where), [], 0
+        self.owner, self.where, self.count = owner, str(where), 0
+        self.lines: list[str] = []
 
     def add(self, what: str, instances: Sequence[object], fix: str = "") -> None:
         """Record ``len(instances)`` problems of one kind (nothing when empty)."""
@@ -64,7 +68,8 @@ class Problems:
         if self.lines:
             noun = "problem" if self.count == 1 else "problems"
             header = f"{self.owner}: {self.count} {noun} in {self.where}; fix them all, then rerun:"
-            raise DatasetError("\n".join([header, *self.lines]))
+            more = [f"  - and {len(self.lines) - KINDS} more kind(s) of problem"] if len(self.lines) > KINDS else []
+            raise DatasetError("\n".join([header, *self.lines[:KINDS], *more]))
 
 
 def check_samples(problems: Problems, paths: Sequence[Path], shown_as: Sequence[str] | None = None) -> None:
