@@ -40,6 +40,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit import warning_filters
 from ranklit.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
@@ -265,6 +266,7 @@ def main(args: list[str] | None = None) -> None:
         moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
+    warning_filters.install(args)
     with _command_line(args), _exit_codes(), user_errors():
         check_command_line(args)
         RanklitCLI(

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
-from ranklit.data.datasets.validation import Problems, examples
+from ranklit.data.datasets.validation import Problems, check_samples, examples
 
 __all__ = ["ClassFolderDataset"]
 
@@ -128,6 +128,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
             raise ValueError(f"ClassFolderDataset: `train_fraction` must lie in (0, 1), got {train_fraction!r}.")
         problems = Problems(type(self).__name__, self.root)
         files, rows = self._images(self.root, problems)
+        check_samples(problems, files)  # every file, whichever split it falls in
         problems.raise_if_any()
         classes = sorted({row[0] for row in rows})
         if len(classes) < 2:

@@ -4,9 +4,9 @@ A dataset collects the problems of its index (rows of a CSV, files of a folder) 
 raises one :class:`DatasetError` listing every kind of problem with its count and the first few instances, so a user
 fixes the CSV or the folder once, not once per problem. The checks shared by all readers
 (:func:`check_samples`): listed files that are missing or empty, files listed twice. Warnings (the run can go on,
-the user should know): in an evaluation split, classes with a single image (queries without a positive) and fewer
-than 3 classes (retrieval metrics near their maximum by chance). Whether every file decodes is checked by
-``ranklit data check`` (:mod:`ranklit.data.check`), not on every run.
+the user should know): in an evaluation split, classes with a single image (queries without a positive) and 2
+classes (retrieval metrics near their maximum by chance); a single class is an error (metrics 1 by construction).
+Whether every file decodes is checked by ``ranklit data check`` (:mod:`ranklit.data.check`), not on every run.
 """
 
 from __future__ import annotations
@@ -85,21 +85,28 @@ def check_samples(problems: Problems, paths: Sequence[Path], shown_as: Sequence[
             missing.append(name)
     problems.add("listed files not found", missing, "Fix the paths (relative to `root`) or remove the rows")
     problems.add("empty files (0 bytes)", empty, "Re-copy or remove them")
-    counts = Counter(str(p) for p in paths)
-    twice = [f"{path} (x{n})" for path, n in counts.items() if n > 1]
+    first: dict[Path, str] = {}
+    twice = [f"{name}, first at {first[path]}" for path, name in zip(paths, names, strict=True)
+             if first.setdefault(path, name) != name]  # fmt: skip
     problems.add("files listed more than once (they would count as extra queries)", twice, "Keep one row each")
 
 
 def warn_about_classes(owner: str, split: str | None, fine: Tensor) -> None:
-    """In an evaluation split (``test``, ``val``), warn about fewer than 3 classes and about single-image classes."""
+    """In an evaluation split (``test``, ``val``): refuse a single class (every image is a positive: metrics are 1 by
+    construction), warn about fewer than 3 classes and about single-image classes."""
     if split not in ("test", "val"):
         return
     counts = Counter(fine.tolist())
     where = f"{owner} (split {split!r})"
+    if len(counts) < 2:
+        raise DatasetError(
+            f"{where} has a single class: every image retrieved is a positive, so every metric is 1.0 by construction. "
+            "Evaluate on 3 classes or more (with `train_fraction`, a folder needs 4 classes or more)."
+        )
     if len(counts) < 3:
         warnings.warn(
-            f"{where} has {len(counts)} class(es): retrieval metrics (mAP@R, R@1) are close to their maximum by "
-            "chance with so few; evaluate on 3 classes or more (better 10+).",
+            f"{where} has {len(counts)} classes: retrieval metrics (mAP@R, R@1) are close to their maximum by chance "
+            "with so few; evaluate on 3 classes or more (better 10+).",
             stacklevel=4,
         )
     if single := sorted(c for c, n in counts.items() if n == 1):
