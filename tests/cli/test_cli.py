@@ -220,7 +220,7 @@ def _plant_mistakes(root: Path) -> None:
     (root / "run" / "checkpoints").mkdir(parents=True)
     (root / "run" / "config.yaml").write_text("seed_everything: 0\n")
     splits = ["train"] * 3 + ["test"] * 3
-    rows = ["path,label,split", *(f"{c}/{i}.png,{c},{s}" for c, s in zip("abcdef", splits, strict=True) for i in (0, 1))]
+    rows = ["path,label,split", *(f"{c}/{i}.png,{c},{s}" for c, s in zip("abcdef", splits, strict=True) for i in "01")]
     for row in rows[1:]:
         _png(root / "csv" / row.split(",")[0])
     rows += ["a/0.png,a,Train", "b/0.png,b,tset", "c/1.png,c,train", "c/9.png,c,train", "d/0.png,d"]
