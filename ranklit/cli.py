@@ -40,7 +40,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
-from ranklit import warning_filters
+from ranklit import data_check, warning_filters
 from ranklit.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
@@ -262,6 +262,10 @@ def main(args: list[str] | None = None) -> None:
         print_configs()
         return
     args = resolve_config_paths(args)
+    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.data_check
+        with user_errors():
+            check_command_line(args[1:])
+            data_check.main(args[1:])
     if old := renamed_keys(args):
         moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
