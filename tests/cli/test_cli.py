@@ -274,3 +274,18 @@ def test_every_csv_and_folder_mistake_is_named_at_once(user_error_runs: dict) ->
         assert part in csv_err, csv_err
     assert "e/deeper/0.png" in folder_err and "1 empty files (0 bytes)" in folder_err and "a/empty.png" in folder_err
     assert "skipped 2 file(s)" in folder_err and "._0.png" in folder_err  # the warning counting the skipped files
+
+
+def test_bad_sampler_setting_stops_the_run_before_the_baseline_validation(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning.pytorch import Trainer
+
+    def baseline(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the baseline validation ran before the sampler was checked")
+
+    monkeypatch.setattr(Trainer, "validate", baseline)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--data.batch_sampler.init_args.p=0"])
+    assert exit_info.value.code == 2
+    assert "error: `data.batch_sampler`: `p` must be a positive integer, got 0." in capsys.readouterr().err

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from ranklit.cli import main
@@ -107,3 +108,22 @@ def test_data_check_of_a_clean_folder_exits_0(tmp_path: Path, capsys) -> None:
     assert exit_info.value.code == 0, out
     assert "PROBLEM" not in out and "train: 96 images, 8 classes" in out and "val: 96 images, 8 classes" in out
     assert "PKSampler, P x K = 8 x 4 = 32 images per batch, 3 batches per epoch" in out  # one pass over 96 images
+
+
+def test_folder_config_epoch_is_one_pass_over_the_training_images(tmp_path: Path, monkeypatch) -> None:
+    """10 classes of 12 images, 5 of them training: batches of 5 x 4 (p lowered to the 5 classes), so one pass over
+    the 60 training images is 3 steps per epoch (one pass over the classes would be 1)."""
+    images = tmp_path / "images"
+    for c in range(10):
+        for i in range(12):
+            (images / f"class{c}").mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (16, 16), (20 * c, 5 * i, 0)).save(images / f"class{c}" / f"{i}.png")
+    monkeypatch.chdir(tmp_path)
+    small = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
+             "--data.image_size=16", "--data.resize_size=16", "--data.crop_size=16", "--data.num_workers=0",
+             "--trainer.accelerator=cpu", "--trainer.max_epochs=2", "--baseline_validation=false",
+             "--trainer.enable_progress_bar=false", "--trainer.check_val_every_n_epoch=2"]  # fmt: skip
+    with pytest.warns(UserWarning, match="5 classes with usable images, fewer than p=16"):
+        main(["fit", "--config", "folder.yaml", f"--data.root={images}", *small])
+    checkpoint = torch.load(next((tmp_path / "runs").rglob("last.ckpt")), weights_only=False)
+    assert checkpoint["global_step"] == 2 * 3 and checkpoint["epoch"] == 1

@@ -128,3 +128,17 @@ def test_items_through_pk_loader(tmp_path: Path) -> None:
         assert set(batch) == {"image", "label", "index"}
         assert batch["image"].shape == (4, 3, 8, 8) and batch["image"].dtype == torch.float32
         assert torch.equal(batch["label"], data.labels[batch["index"]])
+
+
+def test_undecodable_image_stops_naming_its_path_or_is_skipped_for_a_class_mate(tmp_path: Path) -> None:
+    for i in range(3):
+        layouts.jpeg(tmp_path / "cat" / f"{i}.jpg", i)
+    (tmp_path / "cat" / "1.jpg").write_bytes((tmp_path / "cat" / "0.jpg").read_bytes()[:60])  # truncated
+    data = ClassFolderDataset(tmp_path)
+    with pytest.raises(ValueError, match=f"Could not decode image {tmp_path / 'cat' / '1.jpg'}"):
+        data[1]
+    data.on_bad_image = "skip"
+    with pytest.warns(UserWarning, match=r"skipped \(`on_bad_image: skip`\): Could not decode image .*cat/1\.jpg"):
+        item = data[1]
+    assert item["index"] == 1 and item["image"].size == load_image(tmp_path / "cat" / "2.jpg").size
+    assert list(item["image"].getdata()) == list(load_image(tmp_path / "cat" / "2.jpg").getdata())  # the next one
