@@ -37,6 +37,7 @@ BACKGROUND: tuple[int, int, int] = (255, 255, 255)
 """The colour transparent pixels are composited over."""
 
 _TRANSPARENT = ("LA", "RGBA", "PA", "La", "RGBa")
+_ORIENTATION = 0x0112  # the EXIF tag
 
 
 def relevant_side(width: int, height: int, area_fraction: float) -> float:
@@ -75,7 +76,10 @@ def load_image(path: str | Path, *, min_side: int | None = None, area_fraction: 
             if min_side is not None and image.format == "JPEG":
                 _draft(image, min_side, area_fraction)
             image.seek(0)
-            return _to_rgb(ImageOps.exif_transpose(image))
+            image.load()
+            if image.getexif().get(_ORIENTATION, 1) != 1:
+                image = ImageOps.exif_transpose(image)
+            return _to_rgb(image)
     except FileNotFoundError:
         raise FileNotFoundError(f"Image file not found: {path}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as error:
@@ -95,7 +99,7 @@ def _to_rgb(image: Image.Image) -> Image.Image:
         return Image.fromarray(_scaled_to_8_bits(np.asarray(image), image.mode), "L").convert("RGB")
     if image.mode in _TRANSPARENT or "transparency" in image.info:
         return _composite(image.convert("RGBA"))
-    return image.convert("RGB")
+    return image if image.mode == "RGB" else image.convert("RGB")  # an RGB image as decoded: no copy
 
 
 def _scaled_to_8_bits(values: np.ndarray, mode: str) -> np.ndarray:

@@ -77,7 +77,8 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     elif transform is not None:
         python_state = random.getstate()
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)  # the CPU generator only: torch.manual_seed would queue
+            # a lazy seeding call with its stack trace for every CUDA/XPU/MTIA backend, at every item
             random.seed(seed)
             try:
                 image = transform(image)
