@@ -276,7 +276,10 @@ def main(args: list[str] | None = None) -> None:
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,
-            parser_kwargs={"description": "Train and evaluate retrieval models. `ranklit configs` lists the configs."},
+            parser_kwargs={
+                "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
+                "`ranklit data check --config X` reads every image of a config's datasets."
+            },
         )
 
 
