@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -117,24 +118,34 @@ INFO = ("Seed set to", "GPU available", "TPU available", "HPU available", "Resto
 
 
 def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path) -> None:
-    """No warning the user did not cause: the settings below cause none (p fits the classes, logging every step)."""
+    """No warning the user did not cause: the settings below cause none (p fits the classes, logging every step).
+    ``fit`` runs as the console script (import-time warnings included); resume, test and predict then run as their
+    own processes forked after the import (tests/cli/cli_cases.py)."""
     quiet = [*TINY[:-1], *synthetic_args(), "--data.batch_sampler.init_args.p=4", "--trainer.limit_train_batches=2",
              "--trainer.log_every_n_steps=1", "--trainer.enable_progress_bar=false"]  # fmt: skip
     run = tmp_path / "runs" / "quickstart" / "version_0"
-    commands = [
-        ["fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=1"],
+    fit = ["ranklit", "fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=1"]
+    first = subprocess.run(fit, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    shutil.copy(run / "config.yaml", tmp_path / "fit.yaml")  # the run's config, for test and predict
+    checkpoint = f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"
+    later = [
         ["fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=2", "--resume=true"],
-        ["test", "--config", "fit.yaml", f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"],
-        ["predict", "--config", "fit.yaml", f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"],
+        ["test", "--config", "fit.yaml", checkpoint],
+        ["predict", "--config", "fit.yaml", checkpoint],
     ]
-    for args in commands:
-        result = subprocess.run(["ranklit", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, result.stderr[-3000:]
-        noise = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith(INFO)]
-        assert not noise, (args[0], noise)
-        if args[0] == "fit" and "--resume=true" not in args:
-            shutil.copy(run / "config.yaml", tmp_path / "fit.yaml")  # the run's config, for test and predict
-        assert "--resume=true" not in args or f"Resuming {run.relative_to(tmp_path)}" in result.stderr
+    (tmp_path / "cases.json").write_text(json.dumps(later))
+    path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))
+    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(tmp_path / "cases.json")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    runs = [{"args": fit[1:], "returncode": first.returncode, "stderr": first.stderr}]
+    runs += json.loads(driver.stdout.splitlines()[-1])
+    for result in runs:
+        assert result["returncode"] == 0, result["stderr"][-3000:]
+        noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
+        assert not noise, (result["args"][0], noise)
+    assert f"Resuming {run.relative_to(tmp_path)}" in runs[1]["stderr"]
     assert (tmp_path / "predictions.pt").is_file()
 
 
