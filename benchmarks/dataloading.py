@@ -13,7 +13,7 @@ For each image size, generated JPEGs (quality 90, smooth colour fields plus nois
 - **ranklit**: what ``ranklit fit`` runs: ``ClassFolderDataset`` + ``PKSampler`` (16 x 4) through
   ``RetrievalDataModule.train_dataloader()`` with its training transform (RandomResizedCrop 224, scale (0.16, 1),
   flip, normalise; per-sample seeded augmentation) and its reduced-size JPEG decoding where every crop stays at
-  least 224 px (``ranklit.data.decoding``);
+  least 224 px (``ranklit.data.decoding``; with scale 0.16 only images of about 1.7 megapixels or more qualify);
 - **plain**: ``torchvision.datasets.ImageFolder`` + ``RandomResizedCrop(224, scale=(0.16, 1))`` + flip +
   ``ToTensor`` + ``Normalize``, shuffled batches of 64: the usual PyTorch recipe;
 - **bare decode**: ``ImageFolder``'s loader alone (``PIL.Image.open(...).convert("RGB")``), no transform: the ceiling
