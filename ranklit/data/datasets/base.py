@@ -71,10 +71,10 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     :class:`ranklit.data._sampling.SeededIndex`) runs the transform under that seed, with the global torch and Python
     random states saved and restored around it: the same augmentation in every worker, process and resumed run.
     """
-    seed = getattr(index, "augmentation_seed", None)
+    seed: int | None = getattr(index, "augmentation_seed", None)
     if transform is not None and seed is None:
         image = transform(image)
-    elif transform is not None:
+    elif transform is not None and seed is not None:
         python_state = random.getstate()
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(seed)  # the CPU generator only: torch.manual_seed would queue

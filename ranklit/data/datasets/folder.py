@@ -47,16 +47,16 @@ class ClassFolderDataset(ImageRetrievalDataset):
         >>> import tempfile, pathlib
         >>> from PIL import Image
         >>> root = pathlib.Path(tempfile.mkdtemp())
-        >>> for name in ("cats/tabby/1.png", "cats/siamese/1.png", "dogs/pug/1.png"):
+        >>> for name in ("cats/tabby/1.png", "cats/siamese/1.png", "dogs/pug/1.png", "dogs/husky/1.png"):
         ...     (root / name).parent.mkdir(parents=True, exist_ok=True)
         ...     Image.new("RGB", (4, 4)).save(root / name)
         >>> data = ClassFolderDataset(root, levels=2)
         >>> data.labels.tolist(), data.num_classes
-        ([[0, 0], [1, 0], [2, 1]], 3)
+        ([[0, 0], [1, 0], [2, 1], [3, 1]], 4)
         >>> train = ClassFolderDataset(root, "train", levels=2, train_fraction=0.5)
         >>> test = ClassFolderDataset(root, "test", levels=2, train_fraction=0.5)
         >>> len(train) + len(test), set(train.paths) & set(test.paths)
-        (3, set())
+        (4, set())
     """
 
     SPLITS = ()
