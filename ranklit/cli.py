@@ -41,8 +41,10 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit import data_check, warning_filters
 from ranklit.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.data.datamodule import RetrievalDataModule
+from ranklit.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
@@ -76,7 +78,16 @@ class RanklitCLI(LightningCLI):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("auto_configure_optimizers", False)
+        kwargs.setdefault("parser_class", ShortUsageParser)
         super().__init__(*args, **kwargs)
+
+    @override
+    def instantiate_classes(self) -> None:
+        """Build the run; a configured class's refusal of a value is a user error (ranklit.error_surface)."""
+        try:
+            super().instantiate_classes()
+        except BUILD_ERRORS as error:
+            raise as_user_error(error) from error
 
     @override
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
@@ -188,6 +199,7 @@ class RanklitCLI(LightningCLI):
         # directory has none (a resumed run passes its checkpoint explicitly): both warnings would only mislead.
         warnings.filterwarnings("ignore", message=r"`\.fit\(ckpt_path=None\)` was called without a model")
         warnings.filterwarnings("ignore", message=r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint')
+        self.datamodule.check_batch_sampler()  # a bad sampler setting stops the run before the baseline validation
         if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
 
@@ -227,22 +239,13 @@ def _run_folder(config: Any, experiment: Path | None, version: int | str | None)
 
 @contextmanager
 def _exit_codes() -> Iterator[None]:
-    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0), and with
-    2 and the reader's own message when a dataset's file is missing (jsonargparse wraps it in a long type error)."""
+    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0)."""
     try:
         yield
     except SystemExit as stop:
         if stop.code in (None, 0) and stopped_by_ctrl_c():
             raise SystemExit(130) from None
         raise
-    except (ValueError, TypeError) as error:
-        cause: BaseException | None = error
-        while cause is not None and not isinstance(cause, FileNotFoundError):
-            cause = cause.__cause__ or cause.__context__
-        if cause is None:
-            raise
-        sys.stderr.write(f"error: {cause}\n")
-        raise SystemExit(2) from None
 
 
 @contextmanager
@@ -263,15 +266,24 @@ def main(args: list[str] | None = None) -> None:
         print_configs()
         return
     args = resolve_config_paths(args)
+    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.data_check
+        with user_errors():
+            check_command_line(args[1:])
+            data_check.main(args[1:])
     if old := renamed_keys(args):
         moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
-    with _command_line(args), _exit_codes():
+    warning_filters.install(args)
+    with _command_line(args), _exit_codes(), user_errors():
+        check_command_line(args)
         RanklitCLI(
             RetrievalModule,
             RetrievalDataModule,
-            parser_kwargs={"description": "Train and evaluate retrieval models. `ranklit configs` lists the configs."},
+            parser_kwargs={
+                "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
+                "`ranklit data check --config X` reads every image of a config's datasets."
+            },
         )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "classes_with_super_class",
     "draw_from_class",
     "eligible_classes",
+    "epoch_length",
     "label_matrix",
     "positive_int",
     "option",
@@ -70,6 +71,21 @@ def positive_int(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
     return value
+
+
+def epoch_length(value: int | str, named: dict[str, float]) -> float:
+    """Batches per epoch (over all ranks) from ``batches_per_epoch``: a positive integer, or one of the names of
+    ``named`` (e.g. ``"images"``: one pass over the images) mapped to its number of batches.
+
+    >>> epoch_length("images", {"images": 12.5, "classes": 2.0}), epoch_length(7, {"images": 12.5})
+    (12.5, 7)
+    """
+    if isinstance(value, str):
+        if value not in named:
+            choices = " or ".join(repr(name) for name in named)
+            raise ValueError(f"{option('batches_per_epoch')} must be a positive integer or {choices}, got {value!r}.")
+        return named[value]
+    return positive_int(value, "batches_per_epoch")
 
 
 def class_members(fine: Tensor) -> list[Tensor]:

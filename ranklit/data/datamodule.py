@@ -8,8 +8,10 @@ datasets are dataset objects, and the batch sampler is a *factory* called with t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import lightning as L
 import torch.distributed as dist
@@ -19,6 +21,7 @@ from typing_extensions import override
 
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from ranklit.errors import UserError
 
 __all__ = ["BatchSamplerFactory", "RetrievalDataModule"]
 
@@ -62,6 +65,10 @@ class RetrievalDataModule(L.LightningDataModule):
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
     resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
     keeps it.
+    **Decoding**: with ranklit's transforms, JPEGs are decoded at reduced size where every crop stays at least the
+    output size (:func:`ranklit.data.decoding.load_image`). An image that cannot be decoded stops the run naming its
+    path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"`` is replaced by the next image of its
+    class and named in a warning (``ranklit data check`` finds such files beforehand).
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
     points a config at the data (``--data.root DIR``); from Python, give each dataset its root.
 
@@ -78,6 +85,7 @@ class RetrievalDataModule(L.LightningDataModule):
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes.
+        on_bad_image: ``"stop"`` or ``"skip"`` an image that cannot be decoded (see **Decoding**).
 
     Example:
         >>> from functools import partial
@@ -106,6 +114,7 @@ class RetrievalDataModule(L.LightningDataModule):
         mean: tuple[float, float, float] = IMAGENET_MEAN,
         std: tuple[float, float, float] = IMAGENET_STD,
         num_workers: int = 0,
+        on_bad_image: Literal["stop", "skip"] = "stop",
     ) -> None:
         super().__init__()
         self.train_dataset, self.val_dataset = train_dataset, val_dataset
@@ -116,10 +125,19 @@ class RetrievalDataModule(L.LightningDataModule):
         self.mean, self.std = tuple(mean), tuple(std)
         train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
-        for dataset, transform in ((train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation),
-                                   (gallery_dataset, evaluation)):  # fmt: skip
-            if dataset is not None and getattr(dataset, "transform", None) is None:
+        if on_bad_image not in ("stop", "skip"):
+            raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
+        fit, whole = (image_size, crop_scale[0] * 3 / 4), (resize_size, 1.0)  # smallest crop: scale[0], ratio 3/4
+        parts = [(train_dataset, train, fit), (val_dataset, evaluation, whole), (test_dataset, evaluation, whole)]
+        for dataset, transform, hint in [*parts, (gallery_dataset, evaluation, whole)]:
+            if dataset is None:
+                continue
+            if hasattr(dataset, "on_bad_image"):
+                dataset.on_bad_image = on_bad_image
+            if getattr(dataset, "transform", None) is None:
                 dataset.transform = transform
+                if hasattr(dataset, "decode_min_side"):
+                    dataset.decode_min_side, dataset.decode_area_fraction = hint  # type: ignore[attr-defined]
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)
@@ -133,17 +151,32 @@ class RetrievalDataModule(L.LightningDataModule):
         labels = _labels(self._require("train_dataset", "Counting the training classes"))
         return int((labels if labels.ndim == 1 else labels[:, 0]).max()) + 1
 
-    @override
-    def train_dataloader(self) -> DataLoader:
+    def _train_batch_sampler(self) -> Sampler:
         data = self._require("train_dataset", "Training")
         if self.batch_sampler is None:
-            raise ValueError(
+            raise UserError(
                 "Training needs `data.batch_sampler`, e.g. `class_path: ranklit.data.PKSampler` with `init_args: "
                 "{p: 8, k: 4}` (8 classes x 4 images per batch)."
             )
+        try:
+            return self.batch_sampler(_labels(data))
+        except (ValueError, TypeError) as error:
+            raise UserError(f"`data.batch_sampler`: {error}") from error
+
+    def check_batch_sampler(self) -> None:
+        """Build the training batch sampler once and discard it (its warnings too; the training loader's own sampler
+        repeats them), so that a bad setting stops a run before any work: the CLI calls it before the baseline
+        validation. Under DDP the process group does not exist yet: the sampler is checked as on one process."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._train_batch_sampler()
+
+    @override
+    def train_dataloader(self) -> DataLoader:
+        data = self._require("train_dataset", "Training")
         return DataLoader(
             data,
-            batch_sampler=self.batch_sampler(_labels(data)),
+            batch_sampler=self._train_batch_sampler(),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
         )

@@ -30,15 +30,17 @@ from ranklit.data._sampling import (
     draw_classes,
     draw_from_class,
     eligible_classes,
+    epoch_length,
     group_by_super_class,
     label_matrix,
     option,
     positive_int,
 )
 
-__all__ = ["PKSampler", "HierarchicalSampler", "SmallClasses"]
+__all__ = ["EpochLength", "PKSampler", "HierarchicalSampler", "SmallClasses"]
 
 SmallClasses = Literal["replace", "skip"]
+EpochLength = Literal["images", "classes"]
 
 
 class PKSampler(EpochBatchSampler):
@@ -46,8 +48,11 @@ class PKSampler(EpochBatchSampler):
 
     Each epoch, the eligible classes are permuted with a generator seeded by ``seed + epoch``; consecutive groups of
     ``p`` classes form the batches (the last group is completed with the first classes of the permutation unless
-    ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. An epoch is one such
-    pass over the classes, or ``batches_per_epoch`` batches made of as many passes (fresh permutations) as needed.
+    ``drop_last``), and each class contributes ``k`` of its images drawn without replacement. An epoch is
+    ``batches_per_epoch`` batches made of as many such passes (fresh permutations) as needed; by default about one
+    pass over the images, ``ceil(N / (p k))`` batches for the ``N`` images of the usable classes, so a dataset of few
+    classes and many images still trains ``N / (p k)`` steps per epoch (``"classes"``: one pass over the classes,
+    ``ceil(C / p)`` batches, the epoch of the P×K papers).
     Classes with fewer than ``k`` images are either completed with repeats (``small_classes="replace"``: all their
     images, then draws with replacement) or skipped (``"skip"``); either way a warning counts them. The batches are
     dealt round-robin to the DDP ranks, so every rank gets ``len(sampler)`` distinct batches of the same plan.
@@ -62,8 +67,8 @@ class PKSampler(EpochBatchSampler):
         small_classes: ``"replace"`` or ``"skip"`` for classes with fewer than ``k`` images.
         drop_last: drop the incomplete last group of classes (and round the batch count down to a multiple of
             ``world_size``) instead of completing it (rounding up).
-        batches_per_epoch: batches per epoch over all ranks (e.g. ``len(dataset) // (p * k)`` for epochs of the
-            dataset's size, as the papers' samplers); default: one pass over the classes, ``ceil(C / p)``.
+        batches_per_epoch: batches per epoch over all ranks: a number, ``"images"`` (default: about one pass over the
+            images, ``ceil(N / (p k))``) or ``"classes"`` (one pass over the classes, ``ceil(C / p)``).
 
     With fewer eligible classes than ``p`` (a small dataset), every batch takes all of them and a warning says so.
 
@@ -79,6 +84,9 @@ class PKSampler(EpochBatchSampler):
         (2, [4, 4])
         >>> sorted(i for batch in sampler for i in batch)
         [0, 1, 2, 3, 4, 5, 6, 7]
+        >>> many = torch.arange(40) // 20  # 2 classes of 20 images: 10 batches of 2 x 2 per epoch, 1 per class pass
+        >>> len(PKSampler(many, p=2, k=2)), len(PKSampler(many, p=2, k=2, batches_per_epoch="classes"))
+        (10, 1)
     """
 
     def __init__(
@@ -92,7 +100,7 @@ class PKSampler(EpochBatchSampler):
         world_size: int | None = None,
         small_classes: SmallClasses = "replace",
         drop_last: bool = False,
-        batches_per_epoch: int | None = None,
+        batches_per_epoch: int | EpochLength = "images",
     ) -> None:
         self._setup(p, k, seed, rank, world_size, drop_last)
         members = class_members(label_matrix(labels, 1)[:, 0])
@@ -114,9 +122,9 @@ class PKSampler(EpochBatchSampler):
         self.num_classes = len(eligible)
         passes = self.num_classes / self.p
         self._per_pass = math.floor(passes) if self.drop_last else math.ceil(passes)
-        if batches_per_epoch is not None:
-            passes = positive_int(batches_per_epoch, "batches_per_epoch")
-        self.num_batches = batches_per_rank(passes, self.world_size, self.drop_last, "The classes")
+        images = sum(len(m) for m in self._members)
+        planned = epoch_length(batches_per_epoch, {"images": images / self.batch_size, "classes": passes})
+        self.num_batches = batches_per_rank(planned, self.world_size, self.drop_last, "The classes")
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
         plan: list[list[int]] = []
@@ -135,16 +143,19 @@ class HierarchicalSampler(EpochBatchSampler):
 
     Each half holds ``p // 2`` fine classes × ``k`` images of one super-class, so a batch has ``p × k`` items and
     its negatives are mostly of the same super-class (FastAP §4.2, supp. A; HAPPIER and ROADMAP on SOP). An epoch
-    visits every unordered pair of eligible super-classes ``batches_per_super_pair`` times, in an order shuffled by
-    the ``seed + epoch`` generator; within a super-class the fine classes are consumed from a per-epoch permutation,
-    cyclically, so they are spread evenly. A fine class can be dropped or completed as in :class:`PKSampler`; a
+    visits every unordered pair of eligible super-classes ``batches_per_super_pair`` times (the papers' epochs), in an
+    order shuffled by the ``seed + epoch`` generator; by default (``None``) it is about one pass over the images,
+    ``ceil(N / (p k))`` batches from a shuffled list of every pair repeated as often as needed. Within a super-class
+    the fine classes are consumed from a per-epoch permutation, cyclically, so they are spread evenly. A fine class
+    can be dropped or completed as in :class:`PKSampler`; a
     super-class with fewer than ``p // 2`` eligible fine classes is skipped (with a warning).
 
     Args:
         labels: ``[N, L]`` integer labels, ``L >= 2``, column 0 the finest.
         p: fine classes per batch (even; ``p // 2`` per half).
         k: images per fine class.
-        batches_per_super_pair: batches per pair of super-classes per epoch (FastAP: 5 on SOP, 2 on In-Shop).
+        batches_per_super_pair: batches per pair of super-classes per epoch (FastAP: 5 on SOP, 2 on In-Shop);
+            ``None``: epochs of about one pass over the images.
         super_column: the label column holding the super-class (default 1, the level above the finest).
         seed, rank, world_size, small_classes, drop_last: as in :class:`PKSampler` (``drop_last`` rounds the number
             of batches down to a multiple of ``world_size`` instead of up).
@@ -161,6 +172,8 @@ class HierarchicalSampler(EpochBatchSampler):
         >>> batches = list(sampler)
         >>> len(sampler), [sorted(set(labels[b, 1].tolist())) for b in batches]
         (3, [[0, 1], [0, 1], [0, 1]])
+        >>> len(HierarchicalSampler(labels, p=4, k=2))  # 16 images, batches of 8
+        2
     """
 
     def __init__(
@@ -169,7 +182,7 @@ class HierarchicalSampler(EpochBatchSampler):
         p: int,
         k: int,
         *,
-        batches_per_super_pair: int = 10,
+        batches_per_super_pair: int | None = None,
         super_column: int = 1,
         seed: int = 0,
         rank: int | None = None,
@@ -180,7 +193,8 @@ class HierarchicalSampler(EpochBatchSampler):
         self._setup(p, k, seed, rank, world_size, drop_last)
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
-        self.batches_per_super_pair = positive_int(batches_per_super_pair, "batches_per_super_pair")
+        per_pair = batches_per_super_pair
+        self.batches_per_super_pair = None if per_pair is None else positive_int(per_pair, "batches_per_super_pair")
         members, supers_of_class = classes_with_super_class(labels, super_column)
         usable = eligible_classes(members, self.k, small_classes, "HierarchicalSampler")
         half = self.p // 2
@@ -191,11 +205,16 @@ class HierarchicalSampler(EpochBatchSampler):
             raise ValueError(f"HierarchicalSampler needs at least 2 super-classes with {found}.")
         self.small_classes = small_classes
         self.num_super_classes, self.num_classes = len(self._supers), sum(len(fine) for fine in self._supers)
-        num_planned = math.comb(self.num_super_classes, 2) * self.batches_per_super_pair
+        self._pairs = list(itertools.combinations(range(self.num_super_classes), 2))
+        if self.batches_per_super_pair is None:
+            num_planned = sum(len(m) for fine in self._supers for m in fine) / self.batch_size
+        else:
+            num_planned = len(self._pairs) * self.batches_per_super_pair
         self.num_batches = batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
 
     def _plan(self, generator: torch.Generator) -> list[list[int]]:
-        pairs = list(itertools.combinations(range(self.num_super_classes), 2)) * self.batches_per_super_pair
+        rounds = self.batches_per_super_pair or math.ceil(self.num_batches * self.world_size / len(self._pairs))
+        pairs = self._pairs * rounds
         streams = [cycled_permutation(len(fine), generator) for fine in self._supers]
         half, plan = self.p // 2, []
         for pair in torch.randperm(len(pairs), generator=generator).tolist():

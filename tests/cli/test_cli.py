@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,13 +112,41 @@ def test_top_level_optimizer_is_refused_with_the_key_to_use(capsys: pytest.Captu
     assert "set `--model.optimizer` instead" in capsys.readouterr().err
 
 
-def test_quick_start_prints_no_warning_of_ranklit(tmp_path: Path) -> None:
-    args = ["ranklit", "fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--trainer.fast_dev_run=1"]
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    warnings = [line for line in result.stderr.splitlines() if "warn" in line.lower()]
-    caused = ("ranklit", "LightningCLI", "ckpt_path")  # ranklit's code, its CLI, its FaultTolerance's "last"
-    assert not [line for line in warnings if any(word in line for word in caused)], warnings
+# What Lightning and ranklit print on stderr that is not a warning: the only lines a quiet quick start may show.
+INFO = ("Seed set to", "GPU available", "TPU available", "HPU available", "Restoring states from",
+        "Restored all states", "Loaded model weights", "`Trainer.fit` stopped", "Resuming ")  # fmt: skip
+
+
+def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path) -> None:
+    """No warning the user did not cause: the settings below cause none (p fits the classes, logging every step).
+    ``fit`` runs as the console script (import-time warnings included); resume, test and predict then run as their
+    own processes forked after the import (tests/cli/cli_cases.py)."""
+    quiet = [*TINY[:-1], *synthetic_args(), "--data.batch_sampler.init_args.p=4", "--trainer.limit_train_batches=2",
+             "--trainer.log_every_n_steps=1", "--trainer.enable_progress_bar=false"]  # fmt: skip
+    run = tmp_path / "runs" / "quickstart" / "version_0"
+    fit = ["ranklit", "fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=1"]
+    first = subprocess.run(fit, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    shutil.copy(run / "config.yaml", tmp_path / "fit.yaml")  # the run's config, for test and predict
+    checkpoint = f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"
+    later = [
+        ["fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=2", "--resume=true"],
+        ["test", "--config", "fit.yaml", checkpoint],
+        ["predict", "--config", "fit.yaml", checkpoint],
+    ]
+    (tmp_path / "cases.json").write_text(json.dumps(later))
+    path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))
+    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(tmp_path / "cases.json")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    runs = [{"args": fit[1:], "returncode": first.returncode, "stderr": first.stderr}]
+    runs += json.loads(driver.stdout.splitlines()[-1])
+    for result in runs:
+        assert result["returncode"] == 0, result["stderr"][-3000:]
+        noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
+        assert not noise, (result["args"][0], noise)
+    assert f"Resuming {run.relative_to(tmp_path)}" in runs[1]["stderr"]
+    assert (tmp_path / "predictions.pt").is_file()
 
 
 def test_each_run_writes_its_config_into_its_own_directory(tmp_path: Path, monkeypatch) -> None:
@@ -149,11 +180,6 @@ def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> N
     assert "batch_sise" in capsys.readouterr().err
 
 
-def test_unknown_backbone_names_the_closest_timm_models() -> None:
-    with pytest.raises(ValueError, match=r"Unknown timm backbone 'resnet5O'.*resnet50"):
-        main(["fit", "--config", "quickstart.yaml", *TINY, "--model.net.init_args.backbone=resnet5O"])
-
-
 def test_losses_metrics_and_data_do_not_import_lightning() -> None:
     """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
     code = (
@@ -163,3 +189,114 @@ def test_losses_metrics_and_data_do_not_import_lightning() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+# Every user error: (name, command line, what stderr must say). `{root}` is the folder of the planted mistakes.
+CHEAP = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
+         "--trainer.accelerator=cpu", "--data.num_workers=0", "--trainer.logger=false"]  # fmt: skip
+USER_ERRORS = [
+    ("fit without config", ["fit"], "`ranklit fit` needs a config (`--config FILE`)"),
+    ("test without config", ["test", "--ckpt_path", "{root}/run/checkpoints/last.ckpt"],
+     "--config {root}/run/config.yaml --ckpt_path"),
+    ("empty YAML", ["fit", "--config", "{root}/empty.yaml"], "empty.yaml is empty"),
+    ("YAML with a tab", ["fit", "--config", "{root}/tab.yaml"], "tab.yaml, line 2, column 1: found character '\\t'"),
+    ("YAML syntax", ["fit", "--config", "{root}/syntax.yaml"], "syntax.yaml, line 3, column 1: expected ',' or ']'"),
+    ("typo in a key", ["fit", "--config", "quickstart.yaml", "--data.eval_batch_sise=3"], "eval_batch_sise"),
+    ("negative max_epochs", ["fit", "--config", "quickstart.yaml", *CHEAP, "--trainer.max_epochs=-5"],
+     "`max_epochs` must be a non-negative integer or -1. You passed in -5."),
+    ("unknown backbone", ["fit", "--config", "quickstart.yaml", "--model.net.init_args.backbone=resnet5O"],
+     "Unknown timm backbone 'resnet5O'. Closest timm names: resnet50"),
+    ("CSV mistakes", ["fit", "--config", "csv.yaml", "--data.root={root}/csv", *CHEAP],
+     "CSVDataset: 5 problems in {root}/csv/dataset.csv; fix them all"),
+    ("CSV without a label column", ["fit", "--config", "csv.yaml", "--data.root={root}/nolabel", *CHEAP],
+     "line 1: expected the header `path,label"),
+    ("folder mistakes", ["fit", "--config", "folder.yaml", "--data.root={root}/folder", *CHEAP],
+     "ClassFolderDataset: 2 problems in {root}/folder; fix them all"),
+    ("one evaluation class", ["fit", "--config", "folder.yaml", "--data.root={root}/two", *CHEAP],
+     "has a single class: every image retrieved is a positive"),
+]
+
+
+def _png(path: Path, value: int = 0) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), (value, 0, 0)).save(path)
+
+
+def _plant_mistakes(root: Path) -> None:
+    (root / "empty.yaml").write_text("")
+    (root / "tab.yaml").write_text("trainer:\n\tmax_epochs: 3\n")
+    (root / "syntax.yaml").write_text("trainer:\n  max_epochs: [3\n")
+    (root / "run" / "checkpoints").mkdir(parents=True)
+    (root / "run" / "config.yaml").write_text("seed_everything: 0\n")
+    splits = ["train"] * 3 + ["test"] * 3
+    rows = ["path,label,split", *(f"{c}/{i}.png,{c},{s}" for c, s in zip("abcdef", splits, strict=True) for i in "01")]
+    for row in rows[1:]:
+        _png(root / "csv" / row.split(",")[0])
+    rows += ["a/0.png,a,Train", "b/0.png,b,tset", "c/1.png,c,train", "c/9.png,c,train", "d/0.png,d"]
+    (root / "csv" / "dataset.csv").write_text("\n".join(rows) + "\n")  # split Train, tset, duplicate, missing, short
+    (root / "nolabel").mkdir()
+    (root / "nolabel" / "dataset.csv").write_text("path,split\na.png,train\n")
+    for c in "abcd":
+        for i in range(3):
+            _png(root / "folder" / c / f"{i}.png")
+    for c in "ab":  # 2 classes: 1 trains, 1 evaluates
+        for i in range(3):
+            _png(root / "two" / c / f"{i}.png")
+    _png(root / "folder" / "e" / "deeper" / "0.png")  # a class one folder deeper than the others
+    (root / "folder" / "a" / "empty.png").write_bytes(b"")
+    (root / "folder" / "a" / "._0.png").write_bytes(b"\x00\x05\x16\x07")  # macOS metadata: skipped, counted
+    (root / "folder" / "notes.txt").write_text("not an image")
+
+
+@pytest.fixture(scope="module")
+def user_error_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every command line of ``USER_ERRORS``, each run as its own process (one start-up: tests/cli/cli_cases.py)."""
+    root = tmp_path_factory.mktemp("mistakes")
+    _plant_mistakes(root)
+    cases = [[arg.format(root=root) for arg in args] for _, args, _ in USER_ERRORS]
+    (root / "cases.json").write_text(json.dumps(cases))
+    result = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(root / "cases.json")], cwd=Path.cwd(),
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = json.loads(result.stdout.splitlines()[-1])
+    return {name: {**run, "root": str(root)} for (name, _, _), run in zip(USER_ERRORS, runs, strict=True)}
+
+
+@pytest.mark.parametrize(("name", "expected"), [(name, expected) for name, _, expected in USER_ERRORS])
+def test_user_error_is_a_few_lines_and_exit_code_2(name: str, expected: str, user_error_runs: dict) -> None:
+    run = user_error_runs[name]
+    stderr = run["stderr"]
+    assert run["returncode"] == 2, stderr
+    assert "Traceback" not in stderr and "Union" not in stderr, stderr
+    assert len(stderr.splitlines()) <= 6, stderr
+    assert expected.format(root=run["root"]) in stderr, stderr
+
+
+def test_every_csv_and_folder_mistake_is_named_at_once(user_error_runs: dict) -> None:
+    csv_err, folder_err = user_error_runs["CSV mistakes"]["stderr"], user_error_runs["folder mistakes"]["stderr"]
+    for part in ("1 rows with fewer fields than the header's 3 (path,label,split): line 18",
+                 "2 rows with an unknown split value (found 'Train' x1, 'tset' x1; expected one of train, val, test, "
+                 "query, gallery): line 14, line 15",
+                 "1 listed files not found: line 17 (c/9.png)",
+                 "1 files listed more than once (they would count as extra queries): line 16 (c/1.png), first at "
+                 "line 7 (c/1.png)"):  # fmt: skip
+        assert part in csv_err, csv_err
+    assert "e/deeper/0.png" in folder_err and "1 empty files (0 bytes)" in folder_err and "a/empty.png" in folder_err
+    assert "skipped 2 file(s)" in folder_err and "._0.png" in folder_err  # the warning counting the skipped files
+
+
+def test_bad_sampler_setting_stops_the_run_before_the_baseline_validation(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning.pytorch import Trainer
+
+    def baseline(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the baseline validation ran before the sampler was checked")
+
+    monkeypatch.setattr(Trainer, "validate", baseline)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--data.batch_sampler.init_args.p=0"])
+    assert exit_info.value.code == 2
+    assert "error: `data.batch_sampler`: `p` must be a positive integer, got 0." in capsys.readouterr().err

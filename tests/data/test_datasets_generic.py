@@ -46,7 +46,7 @@ def test_csv_flat_without_split(tmp_path: Path) -> None:
     _csv_layout(tmp_path, "path,label\nx.jpg,cat\ny.jpg,dog\nz.jpg,cat\n")
     data = CSVDataset(tmp_path, csv_file="data.csv")
     assert data.labels.tolist() == [0, 1, 0] and data.class_names == [["cat", "dog"]]
-    with pytest.raises(ValueError, match=r"has no rows with split 'train' \(splits present: no split column\)"):
+    with pytest.raises(ValueError, match=r"has no `split` column \(its header: path,label\), so no rows with split"):
         CSVDataset(tmp_path, "train", csv_file="data.csv")
 
 
@@ -55,8 +55,8 @@ def test_csv_flat_without_split(tmp_path: Path) -> None:
     [
         ("file,label\nx.jpg,1\n", "line 1: expected the header `path,label"),
         ("path,split\nx.jpg,train\n", "line 1: expected the header"),
-        ("path,label\nx.jpg,1,2\n", "line 2: expected 2 non-empty fields"),
-        ("path,label,split\nx.jpg,,train\n", "line 2: expected 3 non-empty fields"),
+        ("path,label\nx.jpg,1,2\n", "1 rows with more fields than the header's 2 \\(path,label\\): line 2"),
+        ("path,label,split\nx.jpg,,train\n", "1 rows with an empty field: line 2"),
     ],
 )
 def test_csv_errors(tmp_path: Path, text: str, match: str) -> None:
@@ -123,8 +123,22 @@ def test_items_through_pk_loader(tmp_path: Path) -> None:
     data = ClassFolderDataset(tmp_path, transform=T.train_transform(8))
     loader = DataLoader(data, batch_sampler=PKSampler(data.labels, p=2, k=2, seed=1))
     batches = list(loader)
-    assert len(batches) == 2
+    assert len(batches) == 3  # one pass over the 12 images in batches of 4
     for batch in batches:
         assert set(batch) == {"image", "label", "index"}
         assert batch["image"].shape == (4, 3, 8, 8) and batch["image"].dtype == torch.float32
         assert torch.equal(batch["label"], data.labels[batch["index"]])
+
+
+def test_undecodable_image_stops_naming_its_path_or_is_skipped_for_a_class_mate(tmp_path: Path) -> None:
+    for i in range(3):
+        layouts.jpeg(tmp_path / "cat" / f"{i}.jpg", i)
+    (tmp_path / "cat" / "1.jpg").write_bytes((tmp_path / "cat" / "0.jpg").read_bytes()[:60])  # truncated
+    data = ClassFolderDataset(tmp_path)
+    with pytest.raises(ValueError, match=f"Could not decode image {tmp_path / 'cat' / '1.jpg'}"):
+        data[1]
+    data.on_bad_image = "skip"
+    with pytest.warns(UserWarning, match=r"skipped \(`on_bad_image: skip`\): Could not decode image .*cat/1\.jpg"):
+        item = data[1]
+    assert item["index"] == 1 and item["image"].size == load_image(tmp_path / "cat" / "2.jpg").size
+    assert list(item["image"].getdata()) == list(load_image(tmp_path / "cat" / "2.jpg").getdata())  # the next one

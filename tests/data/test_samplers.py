@@ -35,7 +35,7 @@ def _check_pk(batch: list[int], labels: torch.Tensor, p: int, k: int) -> None:
 @pytest.mark.parametrize("num_classes", [12, 13, 17])
 def test_pk_batches_shape_and_coverage(num_classes: int, drop_last: bool) -> None:
     labels = _labels([5 + c % 4 for c in range(num_classes)])
-    sampler = PKSampler(labels, p=4, k=3, seed=3, drop_last=drop_last)
+    sampler = PKSampler(labels, p=4, k=3, seed=3, drop_last=drop_last, batches_per_epoch="classes")
     batches = list(sampler)
     assert len(batches) == len(sampler) == (num_classes // 4 if drop_last else -(-num_classes // 4))
     for batch in batches:
@@ -125,7 +125,9 @@ def test_pk_accepts_matrix_labels_and_no_warning_when_large() -> None:
         ({"p": 0, "k": 2}, "`p` must be a positive integer"),
         ({"p": 2, "k": 2, "small_classes": "drop"}, "`small_classes` must be"),
         ({"p": 2, "k": 2, "rank": 2, "world_size": 2}, "`rank` must be an integer in"),
-        ({"p": 3, "k": 2, "world_size": 4, "rank": 0, "drop_last": True}, "fewer than world_size=4"),
+        ({"p": 3, "k": 2, "world_size": 4, "rank": 0, "drop_last": True, "batches_per_epoch": "classes"},
+         "fewer than world_size=4"),
+        ({"p": 3, "k": 2, "batches_per_epoch": "image"}, "positive integer or 'images' or 'classes', got 'image'"),
     ],
 )
 def test_pk_errors(kwargs: dict, match: str) -> None:
@@ -197,7 +199,7 @@ def test_dataloader_integration() -> None:
     labels = _labels([4] * 6)
     sampler = PKSampler(labels, 3, 2)
     loader = DataLoader(TensorDataset(torch.arange(len(labels)), labels), batch_sampler=sampler)
-    assert len(loader) == 2
+    assert len(loader) == 4  # one pass over the 24 images in batches of 6
     for index, label in loader:
         assert index.shape == (6,) and torch.equal(label, labels[index])
 
@@ -287,6 +289,26 @@ def test_fewer_classes_than_p_takes_every_class_with_a_warning() -> None:
     with pytest.warns(UserWarning, match=expected):
         sampler = PKSampler(labels, 8, 2)
     batches = list(sampler)
-    assert sampler.p == 6 and sampler.batch_size == 12 and len(batches) == 1
+    assert sampler.p == 6 and sampler.batch_size == 12 and len(batches) == 2  # 24 images
     assert sorted(set(labels[batches[0]].tolist())) == list(range(6))  # every class, k = 2 images each
     assert sorted(labels[batches[0]].tolist()) == sorted(list(range(6)) * 2)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3])
+def test_default_epoch_is_about_one_pass_over_the_images(world_size: int) -> None:
+    """5 classes of 40 images, batches of 4 x 4: 13 batches per epoch over the ranks (not 2, the pass over the
+    classes), which reach most of the images."""
+    labels = _labels([40] * 5)
+    samplers = [PKSampler(labels, 4, 4, rank=r, world_size=world_size) for r in range(world_size)]
+    batches = [b for sampler in samplers for b in sampler]
+    assert len(batches) == sum(len(s) for s in samplers) == world_size * -(-13 // world_size)
+    assert len({i for b in batches for i in b}) > 0.6 * len(labels)  # draws without replacement within a batch
+    assert len(PKSampler(labels, 4, 4, batches_per_epoch="classes")) == 2
+
+
+def test_hierarchical_default_epoch_is_about_one_pass_over_the_images() -> None:
+    labels = _hier_labels(num_super=3, classes_per_super=6, images=5)  # 90 images, batches of 4 x 3
+    sampler = HierarchicalSampler(labels, p=4, k=3, seed=2)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 8  # ceil(90 / 12), over the 3 pairs of super-classes
+    assert len(Counter(tuple(sorted(set(labels[b, 1].tolist()))) for b in batches)) == 3

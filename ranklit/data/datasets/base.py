@@ -4,20 +4,26 @@ Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` an
 ``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
 returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
 ``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
-dataset is obtained. An image that fails to decode raises ``ValueError`` naming its path.
+dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`. An image that fails to decode
+raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is replaced by the
+next image of its class and named in a warning.
 """
 
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
+
+from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
+from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 
 __all__ = [
     "ImageRetrievalDataset",
@@ -28,32 +34,6 @@ __all__ = [
     "retrieval_item",
     "split_pool",
 ]
-
-IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
-
-
-def load_image(path: str | Path) -> Image.Image:
-    """Decode an image file as RGB (grayscale and CMYK images are converted).
-
-    Raises:
-        FileNotFoundError: the file does not exist (the message names it).
-        ValueError: the file exists but cannot be decoded (the message names it and the decoder's error).
-
-    Example:
-        >>> load_image("/nonexistent/x.jpg")
-        Traceback (most recent call last):
-        ...
-        FileNotFoundError: Image file not found: /nonexistent/x.jpg
-    """
-    path = Path(path)
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"Image file not found: {path}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
-        raise ValueError(f"Could not decode image {path}: {error}. Re-extract or remove this file.") from error
-
 
 def contiguous_labels(rows: Sequence[Sequence[Hashable]]) -> tuple[Tensor, list[list[Hashable]]]:
     """Map each label column to contiguous ids ``0..C-1`` (in sorted order of the original values).
@@ -91,13 +71,14 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     :class:`ranklit.data._sampling.SeededIndex`) runs the transform under that seed, with the global torch and Python
     random states saved and restored around it: the same augmentation in every worker, process and resumed run.
     """
-    seed = getattr(index, "augmentation_seed", None)
+    seed: int | None = getattr(index, "augmentation_seed", None)
     if transform is not None and seed is None:
         image = transform(image)
-    elif transform is not None:
+    elif transform is not None and seed is not None:
         python_state = random.getstate()
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)  # the CPU generator only: torch.manual_seed would queue
+            # a lazy seeding call with its stack trace for every CUDA/XPU/MTIA backend, at every item
             random.seed(seed)
             try:
                 image = transform(image)
@@ -133,6 +114,9 @@ class ImageRetrievalDataset(RetrievalDataset):
     SPLITS: ClassVar[tuple[str, ...]] = ()
     LAYOUT: ClassVar[str] = ""
     SOURCE: ClassVar[str] = ""
+    on_bad_image: str = "stop"  # "skip": an undecodable image is replaced by the next image of its class
+    decode_min_side: int | None = None  # reduced-size JPEG decoding (ranklit.data.decoding.load_image)
+    decode_area_fraction: float = 1.0
 
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
@@ -163,27 +147,62 @@ class ImageRetrievalDataset(RetrievalDataset):
         )
 
     def _set_samples(
-        self, paths: Sequence[Path], rows: Sequence[Sequence[Hashable]], keep: Sequence[int] | None = None
+        self,
+        paths: Sequence[Path],
+        rows: Sequence[Sequence[Hashable]],
+        keep: Sequence[int] | None = None,
+        problems: Problems | None = None,
+        shown_as: Sequence[str] | None = None,
     ) -> None:
         """Store the samples, relabelling every column to contiguous ids over ``rows`` (all of them, so that
-        e.g. query and gallery share ids), then keeping the positions ``keep`` (default: all)."""
+        e.g. query and gallery share ids), then keeping the positions ``keep`` (default: all).
+
+        The kept files are checked (:func:`ranklit.data.datasets.validation.check_samples`; ``shown_as`` names each
+        of ``paths`` in the message) and every problem, with those the reader recorded in ``problems``, is raised at
+        once as a :class:`~ranklit.data.datasets.validation.DatasetError`.
+        """
         labels, self.class_names = contiguous_labels(rows)
         if keep is not None:
             labels, paths = labels[torch.as_tensor(keep, dtype=torch.long)], [paths[i] for i in keep]
-        if len(paths) == 0:
+            shown_as = None if shown_as is None else [shown_as[i] for i in keep]
+        if len(paths) == 0 and (problems is None or not problems.lines):
             raise ValueError(self._layout_message(f"split {self.split!r} lists no image"))
+        if problems is None:
+            problems = Problems(type(self).__name__, self.root)
+        check_samples(problems, paths, shown_as)
+        problems.raise_if_any()
         self.paths = list(paths)
         self.labels = labels[:, 0].clone() if labels.shape[1] == 1 else labels
         self.num_classes = int(torch.unique(labels[:, 0]).numel())
+        warn_about_classes(type(self).__name__, self.split, labels[:, 0])
 
     def _load(self, index: int) -> Image.Image:
-        return load_image(self.paths[index])
+        return load_image(self.paths[index], min_side=self.decode_min_side, area_fraction=self.decode_area_fraction)
+
+    def _load_or_substitute(self, index: int) -> Image.Image:
+        """The image of ``index``; with ``on_bad_image="skip"``, the next decodable image of its class instead of an
+        undecodable one (a warning names each file skipped)."""
+        try:
+            return self._load(index)
+        except ValueError as error:
+            if self.on_bad_image != "skip":
+                raise
+            warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
+        fine = self.labels if self.labels.dim() == 1 else self.labels[:, 0]
+        mates = torch.nonzero(fine == fine[index]).flatten().tolist()
+        start = mates.index(index)
+        for mate in mates[start + 1 :] + mates[:start]:
+            try:
+                return self._load(mate)
+            except ValueError as error:
+                warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
+        raise ValueError(f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded.")
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        return retrieval_item(self._load(int(index)), self.labels[int(index)], index, self.transform)
+        return retrieval_item(self._load_or_substitute(int(index)), self.labels[int(index)], index, self.transform)
 
     def __repr__(self) -> str:
         return (

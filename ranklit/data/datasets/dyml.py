@@ -40,6 +40,9 @@ class DyML(ImageRetrievalDataset):
         >>> (root / "train").mkdir()
         >>> shipped = "fname, coarse_id, middle_id, fine_id0.jpg, 1, 4, 9\\n1.jpg, 1, 4, 8"  # header glued to row 1
         >>> _ = (root / "train" / "label.csv").write_text(shipped)
+        >>> (root / "train" / "imgs").mkdir()
+        >>> for name in ("0.jpg", "1.jpg"):  # the images (here: placeholders, only listed)
+        ...     _ = (root / "train" / "imgs" / name).write_bytes(b"\\xff\\xd8")
         >>> data = DyML(root, "train")
         >>> data.class_names, data.paths[0].relative_to(root).as_posix()
         ([[8, 9], [4], [1]], 'train/imgs/0.jpg')

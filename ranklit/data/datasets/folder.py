@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import torch
 
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
+from ranklit.data.datasets.validation import Problems, check_samples, examples
 
 __all__ = ["ClassFolderDataset"]
 
@@ -20,7 +22,11 @@ class ClassFolderDataset(ImageRetrievalDataset):
     ``<coarse>/<fine>/<image>`` and labels are ``[fine, coarse]``, and so on. A class is identified by its whole
     folder path, so two ``fine`` folders of the same name under different parents are different classes and the
     hierarchy is consistent. ``split="query"`` and ``"gallery"`` are relabelled together (classes matched by folder
-    names). Image files are those with the extensions of ``IMAGE_EXTENSIONS``; other files are ignored.
+    names). Image files are those with the extensions of ``IMAGE_EXTENSIONS`` (any case); other files and hidden ones
+    (``.DS_Store``, macOS ``._*`` copies) are skipped and counted in one warning that names a few. An image at another
+    depth than ``levels`` class folders (a class nested one folder deeper, an image beside the class folders) is an
+    error naming the files, with every other problem of the folder
+    (:class:`~ranklit.data.datasets.validation.DatasetError`).
 
     **One folder of classes, split by class.** With ``train_fraction`` the classes under ``root`` itself (no split
     sub-folders) are divided class-disjointly, as retrieval benchmarks do: a permutation of the finest classes drawn
@@ -41,16 +47,16 @@ class ClassFolderDataset(ImageRetrievalDataset):
         >>> import tempfile, pathlib
         >>> from PIL import Image
         >>> root = pathlib.Path(tempfile.mkdtemp())
-        >>> for name in ("cats/tabby/1.png", "cats/siamese/1.png", "dogs/pug/1.png"):
+        >>> for name in ("cats/tabby/1.png", "cats/siamese/1.png", "dogs/pug/1.png", "dogs/husky/1.png"):
         ...     (root / name).parent.mkdir(parents=True, exist_ok=True)
         ...     Image.new("RGB", (4, 4)).save(root / name)
         >>> data = ClassFolderDataset(root, levels=2)
         >>> data.labels.tolist(), data.num_classes
-        ([[0, 0], [1, 0], [2, 1]], 3)
+        ([[0, 0], [1, 0], [2, 1], [3, 1]], 4)
         >>> train = ClassFolderDataset(root, "train", levels=2, train_fraction=0.5)
         >>> test = ClassFolderDataset(root, "test", levels=2, train_fraction=0.5)
         >>> len(train) + len(test), set(train.paths) & set(test.paths)
-        (3, set())
+        (4, set())
     """
 
     SPLITS = ()
@@ -78,17 +84,38 @@ class ClassFolderDataset(ImageRetrievalDataset):
         paths: list[Path] = []
         rows: list[tuple[Hashable, ...]] = []
         keep: list[int] = []
+        problems = Problems(type(self).__name__, self.root)
         for part in pool:
-            files, part_rows = self._images(self.root if part is None else self._file(part, folder=True))
+            files, part_rows = self._images(self.root if part is None else self._file(part, folder=True), problems)
             keep += list(range(len(paths), len(paths) + len(files))) if part == split else []
             paths += files
             rows += part_rows
-        self._set_samples(paths, rows, keep)
+        self._set_samples(paths, rows, keep, problems)
 
-    def _images(self, base: Path) -> tuple[list[Path], list[tuple[str, ...]]]:
-        """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first)."""
-        pattern = "/".join(["*"] * (self.levels + 1))
-        files = sorted(f for f in base.glob(pattern) if f.suffix.lower() in IMAGE_EXTENSIONS)
+    def _images(self, base: Path, problems: Problems) -> tuple[list[Path], list[tuple[str, ...]]]:
+        """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first); images
+        at another depth are recorded in ``problems``, other files skipped with a warning."""
+        files, skipped, misplaced = [], [], []
+        for file in sorted(f for f in base.rglob("*") if f.is_file()):
+            relative = file.relative_to(base)
+            if any(part.startswith(".") for part in relative.parts) or file.suffix.lower() not in IMAGE_EXTENSIONS:
+                skipped.append(relative)
+            elif len(relative.parts) != self.levels + 1:
+                misplaced.append(relative)
+            else:
+                files.append(file)
+        if skipped:
+            warnings.warn(
+                f"{type(self).__name__}: skipped {len(skipped)} file(s) under {base} that are hidden or not images "
+                f"({' '.join(IMAGE_EXTENSIONS)}): {examples(skipped)}.",
+                stacklevel=3,
+            )
+        layout = "/".join(["<class>"] * self.levels) + "/<image>"
+        problems.add(
+            f"images under {base} not at {layout} (levels={self.levels})",
+            misplaced,
+            "Move them into class folders of the same depth, or set `levels`",
+        )
         folders = [file.relative_to(base).parts[:-1] for file in files]
         return files, [tuple("/".join(f[: self.levels - c]) for c in range(self.levels)) for f in folders]
 
@@ -99,7 +126,10 @@ class ClassFolderDataset(ImageRetrievalDataset):
             )
         if not 0.0 < train_fraction < 1.0:
             raise ValueError(f"ClassFolderDataset: `train_fraction` must lie in (0, 1), got {train_fraction!r}.")
-        files, rows = self._images(self.root)
+        problems = Problems(type(self).__name__, self.root)
+        files, rows = self._images(self.root, problems)
+        check_samples(problems, files)  # every file, whichever split it falls in
+        problems.raise_if_any()
         classes = sorted({row[0] for row in rows})
         if len(classes) < 2:
             raise ValueError(self._layout_message(f"found {len(classes)} class folder(s); a train/test split needs 2"))

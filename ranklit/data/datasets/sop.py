@@ -29,6 +29,8 @@ class StanfordOnlineProducts(ImageRetrievalDataset):
         >>> root = pathlib.Path(tempfile.mkdtemp())
         >>> rows = ["image_id class_id super_class_id path", "1 1 1 a/1.JPG", "2 1 1 a/2.JPG", "3 2 5 b/3.JPG"]
         >>> _ = (root / "Ebay_train.txt").write_text("\\n".join(rows))
+        >>> for name in ("a/1.JPG", "a/2.JPG", "b/3.JPG"):  # the images (here: empty JPEGs, only listed)
+        ...     (root / name).parent.mkdir(exist_ok=True); _ = (root / name).write_bytes(b"\\xff\\xd8")
         >>> data = StanfordOnlineProducts(root, "train")
         >>> data.labels.tolist(), data.class_names, data.num_classes
         ([[0, 0], [0, 0], [1, 1]], [[1, 2], [1, 5]], 2)

@@ -1,0 +1,111 @@
+"""What ``ranklit data check`` finds in datasets: every image decoded, sizes and modes, duplicates across splits.
+
+:func:`inspect_split` reads every file of a dataset once: its SHA-1 (exact duplicate files), its size and mode as
+Pillow opens it, and a full decode with :func:`ranklit.data.decoding.load_image` (a truncated or corrupt file is
+*unreadable*). :func:`leaks` finds files with the same content in the training split and an evaluation split (an
+evaluation image seen in training: a leak that inflates every metric). :func:`report_lines` turns it into the
+summary a user acts on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+from torch import Tensor
+
+from ranklit.data.datasets.validation import examples
+from ranklit.data.decoding import load_image
+
+__all__ = ["SplitReport", "inspect_split", "leaks", "report_lines"]
+
+
+@dataclass
+class SplitReport:
+    """One split's figures: images, classes, images per class, sizes, modes, unreadable files, content hashes."""
+
+    name: str
+    images: int
+    classes: int
+    per_class: tuple[int, float, int]  # min, median, max images per (finest) class
+    sizes: list[tuple[int, int]] = field(default_factory=list)
+    modes: Counter = field(default_factory=Counter)
+    unreadable: list[str] = field(default_factory=list)
+    hashes: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def _per_class(labels: Tensor) -> tuple[int, float, int]:
+    fine = labels if labels.dim() == 1 else labels[:, 0]
+    counts = Counter(fine.tolist()).values()
+    return (min(counts), statistics.median(counts), max(counts)) if counts else (0, 0.0, 0)
+
+
+def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitReport:
+    """Decode every image of ``dataset`` (an :class:`~ranklit.data.ImageRetrievalDataset`; a dataset without files,
+    like :class:`~ranklit.data.SyntheticHierarchy`, gets only its counts)."""
+    labels: Tensor = dataset.labels  # type: ignore[attr-defined]
+    fine = labels if labels.dim() == 1 else labels[:, 0]
+    report = SplitReport(name, len(labels), int(fine.unique().numel()), _per_class(labels))
+    paths: Sequence[Path] = getattr(dataset, "paths", [])
+    for path in _bar(paths, f"data check: {name}", progress):
+        try:
+            content = Path(path).read_bytes()
+            with Image.open(path) as image:
+                report.sizes.append(image.size)
+                report.modes[image.mode] += 1
+            load_image(path)
+        except (OSError, ValueError) as error:
+            report.unreadable.append(f"{path} ({str(error).splitlines()[0][:120]})")
+            continue
+        report.hashes.setdefault(hashlib.sha1(content).hexdigest(), []).append(Path(path))
+    return report
+
+
+def _bar(items: Sequence[Path], description: str, progress: bool) -> Iterable[Path]:
+    if not progress or not items:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=description, unit="image", leave=False, disable=None)
+
+
+def leaks(reports: Sequence[SplitReport], training: str = "train_dataset") -> list[str]:
+    """Files of identical content in the training split and an evaluation split, as ``"a.jpg (train) = b.jpg
+    (val)"``: an evaluation image seen in training inflates every metric."""
+    owners: dict[str, list[tuple[str, Path]]] = {}
+    for report in reports:
+        for digest, paths in report.hashes.items():
+            owners.setdefault(digest, []).extend((report.name, path) for path in paths)
+    return [
+        " = ".join(f"{path} ({name.removesuffix('_dataset')})" for name, path in files)
+        for files in owners.values()
+        if training in (names := {name for name, _ in files}) and len(names) > 1
+    ]
+
+
+def _range(values: Sequence[float]) -> str:
+    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}" if values else "-"
+
+
+def report_lines(reports: Sequence[SplitReport], leaked: Sequence[str], plan: str) -> list[str]:
+    """The summary: one block per split, then the problems (unreadable files, leaks) and the batch plan."""
+    lines = []
+    for r in reports:
+        sides = [min(size) for size in r.sizes]
+        modes = ", ".join(f"{mode} {n}" for mode, n in r.modes.most_common())
+        lines += [
+            f"{r.name.removesuffix('_dataset')}: {r.images} images, {r.classes} classes; images per class "
+            f"min / median / max {r.per_class[0]} / {r.per_class[1]:g} / {r.per_class[2]}",
+            f"  shorter side (px) min / median / max {_range(sides)}; modes: {modes or '-'}",
+        ]
+        if r.unreadable:
+            lines.append(f"  PROBLEM: {len(r.unreadable)} unreadable files: {examples(r.unreadable)}")
+    if leaked:
+        lines.append(f"PROBLEM: {len(leaked)} files with the same content in two splits (a leak): {examples(leaked)}")
+    lines.append(f"batch plan: {plan}")
+    return lines

@@ -1,0 +1,126 @@
+"""One error surface for the ``ranklit`` command line: a user's mistake is a few lines and exit code 2.
+
+What counts as the user's mistake, found as early as possible:
+
+- **before parsing** (:func:`check_command_line`): a run command without a config (``ranklit fit``, ``ranklit test
+  --ckpt_path X``: the message names the run's ``config.yaml`` when the checkpoint sits in a run directory), a config
+  file that is empty, not a mapping, or not valid YAML (file, line and column, tabs named as such);
+- **while parsing**: jsonargparse's own errors (unknown key, wrong type), with a one-line usage instead of the
+  80-line one (:class:`ShortUsageParser`);
+- **while building the run** (datasets, sampler, model, trainer): a ``ValueError``/``TypeError`` raised by a
+  configured class's validation or Lightning's ``MisconfigurationException`` (:func:`as_user_error`: the innermost
+  message, without jsonargparse's "Does not validate against any of the Union subtypes" dump);
+- **at any time**: a :class:`ranklit.errors.UserError` (e.g. a dataset's index problems) or a ``FileNotFoundError``.
+
+:func:`user_errors` prints ``error: <message>`` and exits with code 2; anything else keeps its traceback. Set
+``RANKLIT_TRACEBACK=1`` to see the traceback of a user error too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.cli import LightningArgumentParser
+
+from ranklit.errors import UserError
+
+__all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "user_errors"]
+
+_RUNS = ("fit", "validate", "test", "predict")
+BUILD_ERRORS = (ValueError, TypeError, MisconfigurationException)
+"""What a configured class raises for a bad value while the run is built (turned into a :class:`UserError`)."""
+
+
+class ShortUsageParser(LightningArgumentParser):
+    """The CLI's parser, whose errors come with a one-line usage (the full one lists every option)."""
+
+    def print_usage(self, file: Any = None) -> None:
+        prog = self.prog.replace(" [options]", "")
+        (file or sys.stderr).write(f"usage: {prog} --config CONFIG [--KEY VALUE ...] (all options: {prog} --help)\n")
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def as_user_error(error: BaseException) -> UserError:
+    """A configured class's validation error (or Lightning's ``MisconfigurationException``) as a :class:`UserError`
+    with the innermost such message, the one that names the value and the fix."""
+    innermost = [e for e in _chain(error) if isinstance(e, (*BUILD_ERRORS, FileNotFoundError))][-1]
+    return innermost if isinstance(innermost, UserError) else UserError(str(innermost))
+
+
+def _yaml_problem(path: Path) -> str | None:
+    """What is wrong with the YAML config ``path`` (``None``: nothing, or not a file: the parser says so)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        tree = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        if mark is None:
+            return f"{path}: not valid YAML ({str(error).splitlines()[0]})."
+        line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+        hint = "YAML indents with spaces, not tabs" if "\t" in line else "fix the YAML syntax there"
+        return f"{path}, line {mark.line + 1}, column {mark.column + 1}: {getattr(error, 'problem', error)}; {hint}."
+    if tree is None:
+        return f"{path} is empty: a config is a YAML mapping (`ranklit configs` lists the shipped ones to start from)."
+    if not isinstance(tree, dict):
+        return f"{path} holds a {type(tree).__name__}, not a mapping of keys (trainer:, model:, data:, ...)."
+    return None
+
+
+def _value(args: list[str], option: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == option and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(f"{option}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def check_command_line(args: list[str]) -> None:
+    """Refuse, before parsing, a run command without a config and a config file that is not a YAML mapping."""
+    configs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--config", "-c")]
+    configs += [a.split("=", 1)[1] for a in args if a.startswith("--config=")]
+    for config in configs:
+        if problem := _yaml_problem(Path(config)):
+            raise UserError(problem)
+    if not args or args[0] not in _RUNS or configs or {"-h", "--help"} & set(args):
+        return
+    if any(a.startswith(("--model.net", "--model=", "--print_config")) for a in args):
+        return  # a config given key by key, or printed
+    hint = "`ranklit configs` lists the shipped configs, e.g. `ranklit fit --config quickstart.yaml`"
+    if (ckpt := _value(args, "--ckpt_path")) is not None:
+        saved = Path(ckpt).resolve().parent.parent / "config.yaml"
+        where = str(saved) if saved.is_file() else "<run directory>/config.yaml"
+        hint = f"give the config of the run that wrote it: `ranklit {args[0]} --config {where} --ckpt_path {ckpt}`"
+    raise UserError(f"`ranklit {args[0]}` needs a config (`--config FILE`): {hint}.")
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Print a :class:`UserError` or ``FileNotFoundError`` (anywhere in the exception's chain) as ``error: ...`` and
+    exit with code 2; re-raise anything else."""
+    try:
+        yield
+    except Exception as error:
+        found = next((e for e in _chain(error) if isinstance(e, (UserError, FileNotFoundError))), None)
+        if found is None or os.environ.get("RANKLIT_TRACEBACK"):
+            raise
+        sys.stderr.write(f"error: {found}\n")
+        raise SystemExit(2) from None

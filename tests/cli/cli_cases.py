@@ -1,0 +1,53 @@
+"""Run many ``ranklit`` command lines as separate processes for the price of one start-up.
+
+``python -m tests.cli.cli_cases CASES.json`` imports the CLI once, then forks one child per case: the child runs
+``ranklit.cli.main(args)`` with its stderr (file descriptor 2) sent to a file, exactly as the console script would,
+with an uncaught exception printed as Python prints it (``Traceback ...``) and exit code 1. It prints a JSON list of
+``{"args", "returncode", "stderr"}``. A child starts from the state after ``import ranklit.cli``: warnings shown at
+import time are the quick-start test's business (``tests/cli/test_cli.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+from ranklit.cli import main
+
+
+def _child(args: list[str], stderr_path: str) -> None:
+    descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(descriptor, 2)
+    code = 0
+    try:
+        main(args)
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:  # printed as the interpreter would, then exit code 1
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_cases(cases: list[list[str]]) -> list[dict]:
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        for number, args in enumerate(cases):
+            path = os.path.join(folder, f"{number}.err")
+            pid = os.fork()
+            if pid == 0:
+                _child(args, path)
+            _, status = os.waitpid(pid, 0)
+            with open(path) as handle:
+                results.append({"args": args, "returncode": os.waitstatus_to_exitcode(status), "stderr": handle.read()})
+    return results
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as cases_file:
+        sys.stdout.write(json.dumps(run_cases(json.load(cases_file))) + "\n")
