@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from ranklit.data import RevisitedLandmarks
 from ranklit.functional import retrieval_metrics
@@ -125,6 +126,9 @@ def test_official_protocol_with_and_without_alpha_qe(expansion: AlphaQueryExpans
     imlist = [f"img{i}" for i in range(60)]  # a generated gnd_roxford5k.pkl in the official layout, read back
     official = {"imlist": imlist, "qimlist": [f"q{i}" for i in range(8)], "gnd": _revisited_gnd(8, 60, 6)}
     (tmp_path / "gnd_roxford5k.pkl").write_bytes(pickle.dumps(official))
+    (tmp_path / "jpg").mkdir()
+    for name in imlist + official["qimlist"]:  # the dataset checks that every listed image exists
+        Image.new("RGB", (4, 4)).save(tmp_path / "jpg" / f"{name}.jpg")
     gnd = RevisitedLandmarks(tmp_path, "query").gnd
     if expansion is not None:
         queries, _ = expansion(queries, gallery)
