@@ -58,9 +58,10 @@ def test_interrupted_quick_start_resumes_into_the_uninterrupted_run(tmp_path: Pa
     assert _fit(reference).returncode == 0
     first = _fit(run, _signal_at(3, "SIGINT"), "--resume=true")
     assert first.returncode == 130 and "nothing to resume" in first.stderr, first.stderr[-3000:]
-    assert "Training interrupted by Ctrl-C at global step 3" in first.stderr  # the batch ends, then the save
-    second = _fit(run, _signal_at(6, "SIGTERM"), "--resume=true")  # Lightning ends the batch, saves and exits
-    assert "Resuming" in second.stderr and "Training interrupted by SIGTERMException" in second.stderr
+    assert "Training interrupted by SIGINT at global step 3" in first.stderr  # the batch ends, then the save
+    second = _fit(run, _signal_at(6, "SIGTERM"), "--resume=true")  # the batch ends, the state is saved, exit 143
+    assert second.returncode == 143, second.stderr[-3000:]
+    assert "Resuming" in second.stderr and "Training interrupted by SIGTERM at global step 6" in second.stderr
     last = _fit(run, "--resume=true")
     assert last.returncode == 0, last.stderr[-3000:]
     assert not (run / "runs/quickstart/version_1").exists()  # the same version throughout
