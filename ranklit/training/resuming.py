@@ -46,7 +46,8 @@ class ResumeRequest:
 
 def _rank_zero_process() -> bool:
     """Whether this process is (or will be) global rank 0: the one that writes the run's files."""
-    return getattr(rank_zero_only, "rank", 0) == 0 and int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0"))) == 0
+    node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")))
+    return getattr(rank_zero_only, "rank", 0) == 0 and node == 0
 
 
 def experiment_folder(config: Any) -> tuple[Path | None, Any]:

@@ -35,9 +35,8 @@ class SignalAt(Callback):
         if self._sent:
             return
         self._sent = True
-        if self.to == "group" and trainer.global_rank != 0 or self.to not in ("self", "group") and (
-            trainer.global_rank != int(self.to)
-        ):
+        sender = 0 if self.to == "group" else None if self.to == "self" else int(self.to)
+        if sender is not None and trainer.global_rank != sender:
             return
         if self.stamp:
             with open(self.stamp, "a") as file:
@@ -58,9 +57,8 @@ class SignalAt(Callback):
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int, dataloader_idx: int = 0
     ) -> None:
         fitting = trainer.state.fn == "fit"
-        if self.phase == "baseline" and not fitting or self.phase == "validation" and fitting and (
-            trainer.global_step == self.step
-        ):
+        due = trainer.global_step == self.step if fitting else True
+        if self.phase == ("validation" if fitting else "baseline") and due:
             self._send(trainer)
 
     @override
