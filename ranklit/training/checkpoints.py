@@ -120,6 +120,7 @@ class RunCheckpoint(Checkpoint):
         self.every_n_steps, self.every_minutes, self.keep_latest = every_n_steps, every_minutes, keep_latest
         self._saved_step: int | None = None
         self._saved_at = time.monotonic()
+        self._between_batches = False
 
     @property
     def last_path(self) -> Path:
@@ -147,7 +148,22 @@ class RunCheckpoint(Checkpoint):
         if self.every_minutes is not None:  # rank 0's clock decides for all
             due |= bool(trainer.strategy.broadcast(time.monotonic() - self._saved_at >= 60 * self.every_minutes))
         if due:
-            self.save(trainer)
+            self._between_batches = True
+            try:
+                self.save(trainer)
+            finally:
+                self._between_batches = False
+
+    @override
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        if not self._between_batches:
+            return
+        # Lightning has fetched the next batch ("ready"): without it, the checkpoint is the one it would write at the
+        # end of the previous batch, which it resumes from without counting that batch's logger step twice
+        progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+        for counts in (progress["total"], progress["current"]):
+            counts["ready"] = counts["started"]
+        progress["is_last_batch"] = False
 
     @override
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
