@@ -14,16 +14,17 @@ baseline every curve starts from; ``--baseline_validation false`` switches it of
 ``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to ``--predictions_path``.
 
 Every ``fit`` is resumable: the CLI adds :class:`ranklit.training.ResumableTraining` (sampler position, random states,
-cross-batch memory in every checkpoint) and, unless ``--trainer.enable_checkpointing false``,
-:class:`ranklit.training.FaultTolerance`, which saves ``checkpoints/interrupted.ckpt`` of the run directory on Ctrl-C,
-``SIGTERM`` or an exception. **Resuming is re-running the same command with** ``--resume true`` (or
-``--ckpt_path last``): the newest ``version_<n>`` of the logger's ``<save_dir>/<name>`` is continued (its
-``version`` is set, so ``metrics.csv`` is appended to, never overwritten), from its newest checkpoint (``last.ckpt``
-or ``interrupted.ckpt``), without the baseline validation. With nothing to resume, ``--resume true`` says so on
-stderr and starts a fresh run; ``--ckpt_path last`` refuses. An explicit ``--ckpt_path PATH`` inside a run's
-``checkpoints/`` continues that run's version. A resume may change the trainer settings (``max_epochs``,
-``devices``, ``num_nodes``, …); a model setting (``--model.*``) that differs from the checkpoint's is refused,
-naming each key (Lightning would silently replace it by the checkpoint's value).
+cross-batch memory in every checkpoint), :class:`ranklit.training.locks.RunLock` (``run.lock``: one writer per run)
+and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.training.RunCheckpoint` (``last.ckpt`` on the
+schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
+:class:`ranklit.training.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
+:mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
+``--ckpt_path last``): :mod:`ranklit.training.resuming` finds the run and its newest checkpoint that loads, the run
+logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
+baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
+(Lightning would silently replace it by the checkpoint's value). Exit codes: 0 finished, 1 an error, 2 bad input or a
+refused resume (one line; the run's files unchanged), ``128 + n`` stopped by signal ``n`` (143 ``SIGTERM``, 130
+Ctrl-C).
 """
 
 from __future__ import annotations
