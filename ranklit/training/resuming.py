@@ -76,6 +76,7 @@ def _candidate_folders(config: Any, experiment: Path | None, version: Any) -> li
 def find_resume(config: Any) -> ResumeRequest | None:
     """The run and checkpoint a ``fit`` config continues (module docstring); sets ``config.ckpt_path`` and the
     logger's folder to them. ``None`` when the command resumes nothing."""
+    _snapshots.clear()
     experiment, logger = experiment_folder(config)
     logger_args = getattr(logger, "init_args", None)
     if config.get("resume") or config.get("ckpt_path") == "last":

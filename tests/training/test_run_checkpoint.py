@@ -129,3 +129,32 @@ def test_stop_flags_and_exit_codes(tmp_path: Path) -> None:
     mark_stopped(signal.SIGTERM)
     assert exit_code() == 143 and stops.stop_requested() is None
     mark_stopped(None)
+
+
+class _CtrlC(Callback):
+    """Presses Ctrl-C ``times`` times in the middle of step 3 (the handler's effect, without a real signal)."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+
+    def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: Any, optimizer: Any) -> None:
+        if trainer.global_step == 2:
+            for _ in range(self.times):
+                stops._request(signal.SIGINT, None)
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_one_ctrl_c_saves_after_the_batch_a_second_one_saves_nothing(times: int, tmp_path: Path) -> None:
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp_path,
+                        callbacks=[FaultTolerance(tmp_path), _CtrlC(times)])  # fmt: skip
+    with pytest.raises(SystemExit):
+        trainer.fit(_Model(), torch.utils.data.DataLoader(_Images(), batch_size=2))
+    assert exit_code() == 130
+    saved = sorted(p.name for p in tmp_path.glob("*.ckpt"))
+    if times == 1:  # the step finished, then the state was saved
+        assert saved == ["interrupted.ckpt"]
+        assert torch.load(tmp_path / "interrupted.ckpt", weights_only=True)["global_step"] == 3
+    else:  # stopped inside the optimiser step: nothing claimed
+        assert saved == [] and trainer.global_step == 2
+    mark_stopped(None)
