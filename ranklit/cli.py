@@ -49,6 +49,7 @@ from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
 from ranklit.training import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.training.locks import RunLock
+from ranklit.training.new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.training.resume import ResumeRefused
 from ranklit.training.resuming import ResumeRequest, find_resume, refusals_and_stops
 from ranklit.training.runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
@@ -94,6 +95,12 @@ class RanklitCLI(LightningCLI):
         )
         parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
         parser.add_argument(
+            "--resume_new_rates",
+            type=list[str],
+            default=[],
+            help=f"Learning-rate settings a resumed run takes from the config, not the checkpoint: {RATE_SETTINGS}.",
+        )
+        parser.add_argument(
             "--predictions_path",
             type=str,
             default="predictions.pt",
@@ -122,12 +129,19 @@ class RanklitCLI(LightningCLI):
         self.resumed = find_resume(config)
         model = config.model.clone()
         super()._parse_ckpt_path()  # replaces the model settings by those saved in the checkpoint
-        if changes := changed_settings(self.config[subcommand].model.as_dict(), model.as_dict()):
+        accepted = set(config.get("resume_new_rates") or [])
+        if unknown := sorted(accepted - set(RATE_SETTINGS)):
+            raise ResumeRefused(f"`--resume_new_rates` takes {', '.join(RATE_SETTINGS)}; got {', '.join(unknown)}.")
+        changes = changed_settings(self.config[subcommand].model.as_dict(), model.as_dict())
+        if refused := [change for change in changes if change.split(":")[0] not in accepted]:
             raise ResumeRefused(
-                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(changes)}"
+                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(refused)}"
                 ". A resumed run continues the same model: use the settings of the interrupted run (only "
-                "`trainer.*` settings such as max_epochs, devices, num_nodes may change), or start a new run."
+                "`trainer.*` settings such as max_epochs, devices, num_nodes may change; a learning rate with "
+                "`--resume_new_rates KEY`), or start a new run."
             )
+        for key in accepted:
+            self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
 
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
@@ -139,6 +153,8 @@ class RanklitCLI(LightningCLI):
             callbacks.append(ResumableTraining())
         folder = run_directory(trainer)
         callbacks.append(RunLock(folder))
+        if self.config[self.subcommand].get("resume_new_rates") and getattr(self, "resumed", None):
+            callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
         resumed: ResumeRequest | None = getattr(self, "resumed", None)

@@ -102,8 +102,10 @@ class FaultTolerance(OnExceptionCheckpoint):
     def _stop(trainer: L.Trainer, what: str, name: str) -> None:
         raise FloatingPointError(
             f"Non-finite {what} `{name}` at global step {trainer.global_step} (epoch {trainer.current_epoch}): "
-            "training stopped and no checkpoint is written with it. Lower the learning rate, clip gradients "
-            "(`trainer.gradient_clip_val`), check the data, or try `--trainer.precision 32`."
+            "training stopped and no checkpoint is written with it. Resume from the last good checkpoint "
+            "(`--resume true`) with gradient clipping (`--trainer.gradient_clip_val 1.0`), `--trainer.precision 32` "
+            "or a lower learning rate (`--model.optimizer.init_args.lr ... --resume_new_rates "
+            "model.optimizer.init_args.lr`), or check the data."
         )
 
     @override

@@ -95,15 +95,20 @@ def test_ckpt_path_last_without_a_run_is_refused(tmp_path: Path, monkeypatch, ca
 def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     short = [
-        "--data.batch_sampler.init_args.batches_per_epoch=1",
-        "--trainer.max_epochs=1",
-        "--baseline_validation=false",
-    ]
-    main([*QUICK, *short, "--model.head_lr=0.0001", "--trainer.limit_val_batches=1"])
+        "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
+        "--trainer.limit_val_batches=1",
+    ]  # fmt: skip
+    main([*QUICK, *short, "--trainer.max_epochs=1", "--model.head_lr=0.0001"])
     with pytest.raises(SystemExit) as exit_info:
-        main([*QUICK, *short, "--model.head_lr=0.001", "--resume=true"])
-    assert exit_info.value.code != 0
-    assert "model.head_lr: checkpoint 0.0001, config 0.001" in capsys.readouterr().err
+        main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true"])
+    assert exit_info.value.code == 2
+    assert "model.head_lr: checkpoint 0.0001, config 0.001" in capsys.readouterr().err.splitlines()[-1]
+    # the explicit way: the new rate named in --resume_new_rates replaces the checkpoint's from the next step
+    main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true",
+          "--resume_new_rates=[model.head_lr]"])  # fmt: skip
+    groups = _checkpoint(tmp_path)["optimizer_states"][0]["param_groups"]
+    assert _checkpoint(tmp_path)["global_step"] == 2
+    assert 0.001 in [g["lr"] for g in groups] and 0.0001 not in [g["lr"] for g in groups]
 
 
 def test_one_run_one_folder_one_writer(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -1,5 +1,5 @@
-"""RunCheckpoint's schedule and rotation, atomic writes, the choice of the checkpoint to resume from, the run lock and
-the stop flags, on a model of two layers (fast, in process)."""
+"""RunCheckpoint's schedule and rotation, atomic writes, the choice of the checkpoint to resume from, the run lock,
+the stop flags and new learning rates on resume, on a model of two layers (fast, in process)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from lightning.pytorch.callbacks import Callback
 from ranklit.training import FaultTolerance, RunCheckpoint, stops
 from ranklit.training.checkpoints import AtomicCheckpointIO
 from ranklit.training.locks import LOCK_FILE, RunLock, RunLocked, lock_holder
+from ranklit.training.new_rates import NewLearningRates
 from ranklit.training.runs import latest_checkpoint
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
 from tests.training.test_faults import _Images, _Model
@@ -158,3 +159,27 @@ def test_one_ctrl_c_saves_after_the_batch_a_second_one_saves_nothing(times: int,
     else:  # stopped inside the optimiser step: nothing claimed
         assert saved == [] and trainer.global_step == 2
     mark_stopped(None)
+
+
+class _Scheduled(_Model):
+    """SGD at ``lr`` halved every 2 steps."""
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def test_new_learning_rates_scale_the_restored_schedule(tmp_path: Path) -> None:
+    def fit(lr: float, steps: int, resume: str | None, *extra: Callback) -> L.Trainer:
+        trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_progress_bar=False,
+                            enable_model_summary=False, default_root_dir=tmp_path,
+                            callbacks=[RunCheckpoint(tmp_path), *extra])  # fmt: skip
+        trainer.fit(_Scheduled(lr=lr), torch.utils.data.DataLoader(_Images(), batch_size=2), ckpt_path=resume)
+        return trainer
+
+    fit(0.4, 8, None)  # one epoch: lr 0.4 -> 0.025 after 8 steps
+    resumed = fit(0.04, 10, str(tmp_path / "last.ckpt"), NewLearningRates())
+    (group,) = resumed.optimizers[0].param_groups
+    assert group["initial_lr"] == pytest.approx(0.04) and group["lr"] == pytest.approx(0.04 * 0.5**5)
+    assert resumed.lr_scheduler_configs[0].scheduler.base_lrs == pytest.approx([0.04])
