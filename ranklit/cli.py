@@ -98,7 +98,7 @@ class RanklitCLI(LightningCLI):
             "--resume_new_rates",
             type=list[str],
             default=[],
-            help=f"Learning-rate settings a resumed run takes from the config, not the checkpoint: {RATE_SETTINGS}.",
+            help="Learning rates a resume takes from the config.",
         )
         parser.add_argument(
             "--predictions_path",

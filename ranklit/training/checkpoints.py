@@ -95,13 +95,13 @@ def use_atomic_writes(trainer: L.Trainer) -> None:
 
 
 class RunCheckpoint(Checkpoint):
-    """Saves the resumable ``last.ckpt`` on a schedule independent of metrics (module docstring).
+    """``last.ckpt`` at epoch ends and on this schedule (module docstring).
 
     Args:
         dirpath: the folder of the checkpoints (the ``ranklit`` CLI: the run directory's ``checkpoints/``).
-        every_n_steps: also save every that many optimiser steps (``None``: only at epoch ends).
-        every_minutes: also save when that many minutes of training passed since the last save (``None``: off).
-        keep_latest: how many resumable checkpoints to keep (``last.ckpt``, ``last-1.ckpt``, …), at least 1.
+        every_n_steps: save every N steps.
+        every_minutes: save every M minutes.
+        keep_latest: resumable checkpoints kept.
     """
 
     def __init__(
@@ -171,6 +171,8 @@ class RunCheckpoint(Checkpoint):
 
     def save(self, trainer: L.Trainer) -> None:
         """Rotate the resumable checkpoints and write ``last.ckpt`` (on every process: a collective under DDP)."""
+        if getattr(trainer, "fast_dev_run", False):
+            return  # a smoke test writes no checkpoint (as Lightning's ModelCheckpoint)
         if trainer.is_global_zero:
             for age in range(self.keep_latest - 1, 0, -1):
                 older, newer = self.dirpath / rotated_name(age), self.dirpath / rotated_name(age - 1)
