@@ -76,8 +76,8 @@ class RunLock(Callback):
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        if stage != "fit" or not trainer.is_global_zero or self._held:
-            return
+        if stage != "fit" or not trainer.is_global_zero or self._held or getattr(trainer, "fast_dev_run", False):
+            return  # a smoke test (`fast_dev_run`) writes nothing into a run folder
         if holder := lock_holder(self.folder):
             raise RunLocked(f"{self.folder} is being trained by {holder}: wait for it or stop it, then resume.")
         self.folder.mkdir(parents=True, exist_ok=True)
