@@ -3,9 +3,9 @@
 Every case interrupts the tiny quick start (:mod:`tests.training.faults_harness`), checks the exit code and the time
 from the signal to the exit, resumes with ``--resume true`` and compares the end of the resumed run with the
 uninterrupted run of the same launcher and workers (weights, optimiser state, sampler position, ``metrics.csv`` rows
-exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps a kill -9
-on one process, a damaged newest checkpoint with a refused resume, and (``tests/training/test_ddp_cli.py``) a group
-``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``. With
+exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps one kill -9
+(then a truncated newest checkpoint and a refused resume) on one process, and (``tests/training/test_ddp_cli.py``) a
+group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``. With
 ``RANKLIT_FAULT_TABLE=PATH`` each case appends a row (case, exit code, seconds from signal to exit, step signalled,
 resume step, steps lost) to that Markdown file.
 """
@@ -111,47 +111,69 @@ def test_signal_stops_resumably(case: tuple, references: dict, tmp_path: Path) -
 
 
 KILLS = [
-    pytest.param("single", 0, id="single-w0"),
-    pytest.param("single", 2, id="single-w2", marks=LONG),
-    pytest.param("lightning", 0, id="lightning-w0", marks=LONG),
+    pytest.param("single", 2, id="single-w2"),
+    pytest.param("lightning", 0, id="lightning-w0"),
 ]
 
 
-@pytest.mark.parametrize(("launcher", "workers"), KILLS)
-def test_kill_9_at_a_random_step_loses_at_most_2_steps(launcher: str, workers: int, references, tmp_path) -> None:
-    step = random.Random(f"{launcher}{workers}{os.getpid()}").randint(3, 2 * STEPS_PER_EPOCH - 1)  # after a save
+def _kill_9(tmp_path: Path, launcher: str, workers: int, first: int = 3) -> tuple[int, int]:
+    """A run with ``every_n_steps: 2`` killed (``SIGKILL`` to all its processes) at a random step from ``first`` (3:
+    after its first scheduled save); its step and the step of its newest checkpoint, at most 2 completed steps
+    behind."""
+    step = random.Random(f"{launcher}{workers}{os.getpid()}").randint(first, 2 * STEPS_PER_EPOCH - 1)
     killed = run(tmp_path, launcher, workers, signal_at(step, "SIGKILL", to="group"), "--checkpoint.every_n_steps=2")
     assert killed.returncode == -signal.SIGKILL
     resumed_from = resume_step(tmp_path)
     assert resumed_from is not None and step - 1 - resumed_from <= 2  # completed steps lost
+    _record(f"{launcher}-w{workers}-kill -9-train-step{step}", killed.returncode, killed.signal_to_exit, step,
+            resumed_from, step - 1 - resumed_from)  # fmt: skip
+    return step, resumed_from
+
+
+@LONG
+@pytest.mark.parametrize(("launcher", "workers"), KILLS)
+def test_kill_9_at_a_random_step_loses_at_most_2_steps(launcher: str, workers: int, references, tmp_path) -> None:
+    _kill_9(tmp_path, launcher, workers)
     result = run(tmp_path, launcher, workers, "--resume=true", "--checkpoint.every_n_steps=2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(rows(tmp_path)) == len(set(rows(tmp_path)))  # no duplicate row
     assert_same_run(tmp_path, references[launcher, workers])
-    _record(f"{launcher}-w{workers}-kill -9-train-step{step}", killed.returncode, killed.signal_to_exit, step,
-            resumed_from, step - 1 - resumed_from)  # fmt: skip
 
 
-@pytest.mark.parametrize("damage", ["truncated", pytest.param("empty", marks=LONG)])
-def test_damaged_newest_checkpoint_is_skipped_and_a_refusal_changes_nothing(damage: str, references, tmp_path) -> None:
+def test_kill_9_then_a_truncated_newest_checkpoint_and_a_refused_resume(references, tmp_path: Path) -> None:
+    """Done-when 3 and 4 in one run: a kill -9 loses at most 2 steps; the newest checkpoint, then truncated, is
+    skipped with a message; a refused resume (another sampler seed) leaves every file of the run byte-identical; the
+    resumed run ends as the uninterrupted one, with no duplicate row."""
+    step, _ = _kill_9(tmp_path, "single", 0, first=5)  # after 2 saves: one to fall back to
+    newest = tmp_path / RUN / "checkpoints" / "last.ckpt"
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2])  # what a kill during a non-atomic write leaves
+    before = folder_digest(tmp_path)
+    refused = run(tmp_path, "single", 0, "--resume=true", "--data.batch_sampler.init_args.seed=7")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "error: " in refused.stderr and "seed" in refused.stderr and "Traceback" not in refused.stderr
+    assert folder_digest(tmp_path) == before  # byte for byte, modification times included
+    result = run(tmp_path, "single", 0, "--resume=true", "--checkpoint.every_n_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Skipping {Path('runs/quickstart/version_0/checkpoints/last.ckpt')}: does not load" in result.stderr
+    assert len(rows(tmp_path)) == len(set(rows(tmp_path)))  # no duplicate row
+    assert_same_run(tmp_path, references["single", 0])
+    _record("single-w0 refused resume (other sampler seed)", refused.returncode, None, step, "-", 0)
+
+
+@LONG
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_newest_checkpoint_is_skipped(damage: str, references, tmp_path) -> None:
     stopped = run(tmp_path, "single", 0, signal_at(7, "SIGTERM"), "--checkpoint.every_n_steps=2")
     assert stopped.returncode == 143
     newest = tmp_path / RUN / "checkpoints" / "interrupted.ckpt"
     data = newest.read_bytes()
     newest.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
-    before = folder_digest(tmp_path)
-    other_epochs = f"--data.batch_sampler.init_args.batches_per_epoch={STEPS_PER_EPOCH + 1}"
-    refused = run(tmp_path, "single", 0, "--resume=true", other_epochs)  # inside an epoch: refused
-    assert refused.returncode == 2, refused.stderr[-3000:]
-    assert "error: " in refused.stderr and "Traceback" not in refused.stderr
-    assert folder_digest(tmp_path) == before  # byte for byte, modification times included
     result = run(tmp_path, "single", 0, "--resume=true", "--checkpoint.every_n_steps=2")
     assert result.returncode == 0, result.stderr[-3000:]
-    skipped = Path("runs/quickstart/version_0/checkpoints/interrupted.ckpt")
-    assert f"Skipping {skipped}: does not load" in result.stderr
+    assert f"Skipping {Path('runs/quickstart/version_0/checkpoints/interrupted.ckpt')}: does not load" in result.stderr
     assert_same_run(tmp_path, references["single", 0])
-    _record(f"single-w0-{damage} newest checkpoint", result.returncode, None, 7, resume_step(tmp_path), 1)
-    _record("single-w0 refused resume (other epoch length, mid-epoch)", refused.returncode, None, 7, 6, 0)
+    _record(f"single-w0-{damage} interrupted.ckpt at step 7", result.returncode, None, 7, 6, 1)
 
 
 @LONG
