@@ -105,7 +105,7 @@ class FaultTolerance(OnExceptionCheckpoint):
             "training stopped and no checkpoint is written with it. Resume from the last good checkpoint "
             "(`--resume true`) with gradient clipping (`--trainer.gradient_clip_val 1.0`), `--trainer.precision 32` "
             "or a lower learning rate (`--model.optimizer.init_args.lr ... --resume_new_rates "
-            "model.optimizer.init_args.lr`), or check the data."
+            "'[model.optimizer.init_args.lr]'`), or check the data."
         )
 
     @override

@@ -1,12 +1,12 @@
 """Resuming with other learning rates: the explicit way to continue a run after a non-finite stop with a lower rate.
 
 A resumed run restores its optimisers and schedulers from the checkpoint, learning rates included, so a changed
-``--model.optimizer.init_args.lr`` would be silently ignored; the ``ranklit`` command refuses it unless it is named in
-``--resume_new_rates`` (the learning-rate settings only: ``model.optimizer.init_args.lr``, ``model.head_lr``,
-``model.loss_lr``). :class:`NewLearningRates` then applies the new rates after the restore: every parameter group's
-rate is multiplied by ``new base rate / checkpoint's base rate``, and so are the base rates of the schedulers (a
-schedule continues where it was, scaled), where a group's base rate is its ``initial_lr`` (set by a scheduler) or
-its ``lr``.
+``--model.optimizer.init_args.lr`` would be silently ignored; the ``ranklit`` command refuses it unless it is named
+in ``--resume_new_rates '[KEY, ...]'`` (learning-rate settings only: ``model.optimizer.init_args.lr``,
+``model.head_lr``, ``model.loss_lr``). :class:`NewLearningRates` then applies the new rates after the restore: every
+parameter group's rate is multiplied by ``new base rate / checkpoint's base rate``, and so are the base rates of the
+schedulers (a schedule continues where it was, scaled), where a group's base rate is its ``initial_lr`` (set by a
+scheduler) or its ``lr``.
 
 Example:
     >>> group = {"lr": 0.5, "initial_lr": 1.0}  # halfway through a schedule from 1.0

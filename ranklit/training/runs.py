@@ -32,7 +32,6 @@ __all__ = [
     "changed_settings",
     "continue_metrics_csv",
     "latest_checkpoint",
-    "latest_version",
     "logged_steps",
     "run_directory",
     "run_versions",
@@ -55,11 +54,6 @@ def run_versions(experiment: str | Path) -> list[int]:
     """
     names = [p.name for p in Path(experiment).glob("version_*") if p.is_dir()]
     return sorted((int(m.group(1)) for name in names if (m := re.fullmatch(r"version_(\d+)", name))), reverse=True)
-
-
-def latest_version(experiment: str | Path) -> int | None:
-    """The highest ``n`` of the ``version_<n>`` folders in ``experiment``, or ``None``."""
-    return next(iter(run_versions(experiment)), None)
 
 
 @dataclass
