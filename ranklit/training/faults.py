@@ -126,7 +126,8 @@ class FaultTolerance(OnExceptionCheckpoint):
     ) -> None:
         if self._due(trainer):
             self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
-        if not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:  # the epoch's end: see on_train_epoch_end
+        last_batch = trainer.fit_loop.epoch_loop.batch_progress.is_last_batch  # then see on_train_epoch_end
+        if not last_batch and not 0 <= trainer.max_steps <= trainer.global_step:
             agree_to_stop(trainer)
 
     @override
