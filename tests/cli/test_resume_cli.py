@@ -113,7 +113,8 @@ def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Pat
 
 def test_one_run_one_folder_one_writer(tmp_path: Path, monkeypatch, capsys) -> None:
     """``ranklit test`` does not hide the run from ``--resume``; ``--ckpt_path`` continues a renamed or moved run in
-    its own folder; a live writer's lock refuses a second one, changing nothing."""
+    its own folder, and starts a new version from a checkpoint outside a run; a live writer's lock refuses a second
+    one, changing nothing."""
     monkeypatch.chdir(tmp_path)
     short = [*QUICK, "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
              "--trainer.limit_val_batches=1"]  # fmt: skip
@@ -135,6 +136,9 @@ def test_one_run_one_folder_one_writer(tmp_path: Path, monkeypatch, capsys) -> N
     assert torch.load(moved / "checkpoints/last.ckpt", weights_only=True)["global_step"] == 4
     steps = [int(row["step"]) for row in csv.DictReader((moved / "metrics.csv").open()) if row.get("train/loss")]
     assert steps == [0, 1, 2, 3]  # one row per step, in the one folder
+    (tmp_path / "loose.ckpt").write_bytes((moved / "checkpoints/last.ckpt").read_bytes())
+    main([*short, "--trainer.max_epochs=5", f"--ckpt_path={tmp_path / 'loose.ckpt'}"])  # not in a run: a new version
+    assert torch.load(runs / "version_2/checkpoints/last.ckpt", weights_only=True)["global_step"] == 5
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (moved / "run.lock").write_text(f'{{"pid": {holder.pid}, "host": "{os.uname().nodename}", "since": "x"}}')
