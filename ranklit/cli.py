@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -138,7 +138,7 @@ class RanklitCLI(LightningCLI):
                 f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(refused)}"
                 ". A resumed run continues the same model: use the settings of the interrupted run (only "
                 "`trainer.*` settings such as max_epochs, devices, num_nodes may change; a learning rate with "
-                "`--resume_new_rates KEY`), or start a new run."
+                "`--resume_new_rates '[KEY]'`), or start a new run."
             )
         for key in accepted:
             self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
@@ -151,13 +151,12 @@ class RanklitCLI(LightningCLI):
         callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
-        folder = run_directory(trainer)
+        folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
         callbacks.append(RunLock(folder))
-        if self.config[self.subcommand].get("resume_new_rates") and getattr(self, "resumed", None):
+        if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
-        resumed: ResumeRequest | None = getattr(self, "resumed", None)
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
         return trainer
