@@ -15,16 +15,17 @@ baseline every curve starts from; ``--baseline_validation false`` switches it of
 ``--predictions_path``, as numpy shards while it runs (:class:`ranklit.models.EmbeddingWriter`).
 
 Every ``fit`` is resumable: the CLI adds :class:`ranklit.training.ResumableTraining` (sampler position, random states,
-cross-batch memory in every checkpoint) and, unless ``--trainer.enable_checkpointing false``,
-:class:`ranklit.training.FaultTolerance`, which saves ``checkpoints/interrupted.ckpt`` of the run directory on Ctrl-C,
-``SIGTERM`` or an exception. **Resuming is re-running the same command with** ``--resume true`` (or
-``--ckpt_path last``): the newest ``version_<n>`` of the logger's ``<save_dir>/<name>`` is continued (its
-``version`` is set, so ``metrics.csv`` is appended to, never overwritten), from its newest checkpoint (``last.ckpt``
-or ``interrupted.ckpt``), without the baseline validation. With nothing to resume, ``--resume true`` says so on
-stderr and starts a fresh run; ``--ckpt_path last`` refuses. An explicit ``--ckpt_path PATH`` inside a run's
-``checkpoints/`` continues that run's version. A resume may change the trainer settings (``max_epochs``,
-``devices``, ``num_nodes``, …); a model setting (``--model.*``) that differs from the checkpoint's is refused,
-naming each key (Lightning would silently replace it by the checkpoint's value).
+cross-batch memory in every checkpoint), :class:`ranklit.training.locks.RunLock` (``run.lock``: one writer per run)
+and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.training.RunCheckpoint` (``last.ckpt`` on the
+schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
+:class:`ranklit.training.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
+:mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
+``--ckpt_path last``): :mod:`ranklit.training.resuming` finds the run and its newest checkpoint that loads, the run
+logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
+baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
+(Lightning would silently replace it by the checkpoint's value). Exit codes: 0 finished, 1 an error, 2 bad input or a
+refused resume (one line; the run's files unchanged), ``128 + n`` stopped by signal ``n`` (143 ``SIGTERM``, 130
+Ctrl-C).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
@@ -48,17 +50,12 @@ from ranklit.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error,
 from ranklit.models.module import RetrievalModule
 from ranklit.models.predictions import EmbeddingWriter
 from ranklit.models.ranking_images import RankingGridLogger
-from ranklit.training import FaultTolerance, ResumableTraining
-from ranklit.training.faults import stopped_by_ctrl_c
-from ranklit.training.runs import (
-    RESUMABLE,
-    RunConfigSaver,
-    changed_settings,
-    continue_metrics_csv,
-    latest_checkpoint,
-    latest_version,
-    run_directory,
-)
+from ranklit.training import FaultTolerance, ResumableTraining, RunCheckpoint
+from ranklit.training.locks import RunLock
+from ranklit.training.new_rates import RATE_SETTINGS, NewLearningRates
+from ranklit.training.resume import ResumeRefused
+from ranklit.training.resuming import ResumeRequest, find_resume, refusals_and_stops
+from ranklit.training.runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -108,6 +105,13 @@ class RanklitCLI(LightningCLI):
             help="Continue the newest run of the logger's save_dir/name from its newest checkpoint (start fresh, "
             "with a note, when there is none).",
         )
+        parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
+        parser.add_argument(
+            "--resume_new_rates",
+            type=list[str],
+            default=[],
+            help="Learning rates a resume takes from the config.",
+        )
         parser.add_argument(
             "--predictions_path",
             type=str,
@@ -134,44 +138,22 @@ class RanklitCLI(LightningCLI):
             super()._parse_ckpt_path()
             return
         config = self.config[subcommand]
-        self._find_resumed_run(config)
+        self.resumed = find_resume(config)
         model = config.model.clone()
         super()._parse_ckpt_path()  # replaces the model settings by those saved in the checkpoint
-        if changes := changed_settings(self.config[subcommand].model.as_dict(), model.as_dict()):
-            self.parser.error(
-                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(changes)}"
+        accepted = set(config.get("resume_new_rates") or [])
+        if unknown := sorted(accepted - set(RATE_SETTINGS)):
+            raise ResumeRefused(f"`--resume_new_rates` takes {', '.join(RATE_SETTINGS)}; got {', '.join(unknown)}.")
+        changes = changed_settings(self.config[subcommand].model.as_dict(), model.as_dict())
+        if refused := [change for change in changes if change.split(":")[0] not in accepted]:
+            raise ResumeRefused(
+                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(refused)}"
                 ". A resumed run continues the same model: use the settings of the interrupted run (only "
-                "`trainer.*` settings such as max_epochs, devices, num_nodes may change), or start a new run."
+                "`trainer.*` settings such as max_epochs, devices, num_nodes may change; a learning rate with "
+                "`--resume_new_rates '[KEY]'`), or start a new run."
             )
-
-    def _find_resumed_run(self, config: Any) -> None:
-        """With ``--resume`` or ``--ckpt_path last``: the newest run's version and checkpoint into ``config``."""
-        experiment, logger_args = _experiment_folder(config)
-        if config.get("resume") or config.get("ckpt_path") == "last":
-            version = logger_args.get("version") if logger_args else None
-            if experiment is not None and version is None:
-                version = latest_version(experiment)
-            folder = _run_folder(config, experiment, version)
-            checkpoint = latest_checkpoint(folder / "checkpoints") if folder is not None else None
-            if checkpoint is None:
-                where = f"{experiment}/version_*/checkpoints" if experiment is not None else f"{folder}/checkpoints"
-                if config.get("ckpt_path") == "last":
-                    self.parser.error(
-                        f"`--ckpt_path last`: no checkpoint ({' or '.join(RESUMABLE)}) found in {where}. Run without "
-                        "`--ckpt_path` to start a new run, or give the logger's `save_dir`/`name` of the run to resume."
-                    )
-                sys.stderr.write(f"--resume: nothing to resume in {where}; starting a fresh run.\n")
-                return
-            config.ckpt_path = str(checkpoint)
-            sys.stderr.write(f"Resuming {folder} from {checkpoint}.\n")
-        elif config.get("ckpt_path") and experiment is not None and logger_args.get("version") is None:
-            run = Path(config.ckpt_path).resolve().parent.parent
-            if run.parent == experiment.resolve() and run.name.startswith("version_"):
-                version = run.name.removeprefix("version_")
-        else:
-            return
-        if logger_args is not None and version is not None:
-            logger_args.version = int(version) if str(version).isdigit() else version
+        for key in accepted:
+            self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
 
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
@@ -181,12 +163,14 @@ class RanklitCLI(LightningCLI):
         callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
-        present = any(isinstance(c, FaultTolerance) for c in callbacks)
-        if trainer.checkpoint_callback is not None and not present:
-            callbacks.append(FaultTolerance(run_directory(trainer) / "checkpoints"))
-        resumed = self.config[self.subcommand].get("ckpt_path")
+        folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
+        callbacks.append(RunLock(folder))
+        if resumed and self.config[self.subcommand].get("resume_new_rates"):
+            callbacks.append(NewLearningRates())
+        if trainer.checkpoint_callback is not None:
+            _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
-            continue_metrics_csv(trainer.logger)
+            continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
         return trainer
 
     def before_fit(self) -> None:
@@ -213,39 +197,16 @@ class RanklitCLI(LightningCLI):
             self.config_init[self.subcommand]["return_predictions"] = False
 
 
-def _experiment_folder(config: Any) -> tuple[Path | None, Any]:
-    """``<save_dir>/<name>`` of the (first) configured logger and its ``init_args``; Lightning's default logger's
-    folder (``lightning_logs``) and ``None``; ``(None, None)`` without a logger."""
-    logger = config.trainer.get("logger")
-    if isinstance(logger, list):
-        logger = logger[0] if logger else False
-    root = Path(config.trainer.get("default_root_dir") or ".")
-    if logger is False:
-        return None, None
-    init_args = getattr(logger, "init_args", None)
-    if init_args is None:
-        return root / "lightning_logs", None
-    return Path(init_args.get("save_dir") or root) / str(init_args.get("name") or ""), init_args
-
-
-def _run_folder(config: Any, experiment: Path | None, version: int | str | None) -> Path | None:
-    """The run directory of ``version`` of ``experiment`` (``default_root_dir`` without a logger), if any."""
-    if experiment is None:
-        return Path(config.trainer.get("default_root_dir") or ".")
-    if version is None:
-        return None
-    return experiment / (version if isinstance(version, str) else f"version_{version}")
-
-
-@contextmanager
-def _exit_codes() -> Iterator[None]:
-    """Exit with 130 when Ctrl-C stopped training (Lightning ends that stop, a ``SIGTERM`` one, with code 0)."""
-    try:
-        yield
-    except SystemExit as stop:
-        if stop.code in (None, 0) and stopped_by_ctrl_c():
-            raise SystemExit(130) from None
-        raise
+def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> None:
+    """The run's :class:`RunCheckpoint` (``--checkpoint.*``) and :class:`FaultTolerance` unless configured; a
+    ``ModelCheckpoint`` of the same folder keeps only its best checkpoints (``last.ckpt`` is the schedule's)."""
+    if not any(isinstance(c, RunCheckpoint) for c in callbacks):
+        callbacks.append(RunCheckpoint(folder, **(settings.as_dict() if settings is not None else {})))
+    if not any(isinstance(c, FaultTolerance) for c in callbacks):
+        callbacks.append(FaultTolerance(folder))
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.dirpath in (None, str(folder.resolve())):
+            callback.save_last = False
 
 
 @contextmanager
@@ -275,7 +236,7 @@ def main(args: list[str] | None = None) -> None:
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
     warning_filters.install(args)
-    with _command_line(args), _exit_codes(), user_errors():
+    with _command_line(args), user_errors(), refusals_and_stops():
         check_command_line(args)
         RanklitCLI(
             RetrievalModule,

@@ -10,6 +10,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the tests marked ``long`` unless ``RANKLIT_LONG_TESTS=1`` or ``-m`` names ``long``."""
+    if os.environ.get("RANKLIT_LONG_TESTS") == "1" or "long" in (config.getoption("markexpr") or ""):
+        return
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if item.get_closest_marker("long") is None]
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)

@@ -5,16 +5,19 @@
   with a ``FloatingPointError`` naming it and the global step. Every checkpoint's weights are checked before it is
   written, so no checkpoint with non-finite weights is ever saved (a ``ModelCheckpoint`` save fails instead). The
   gradient check is skipped under fp16 mixed precision, whose loss scaler produces and skips non-finite gradients.
-* **Interruptions.** On any other exception the current state is saved to ``dirpath/filename.ckpt`` before the
-  exception continues, e.g. a corrupt training image (the error names the file), ``SIGTERM`` (Lightning stops at the
-  end of the current batch, then this callback saves) or a ``KeyboardInterrupt``. During training the first Ctrl-C
-  (``SIGINT``) is turned into that ``SIGTERM`` stop, so the checkpoint falls between two batches and the resumed run
-  is exact wherever the key was pressed; a second Ctrl-C stops at once. Resume with
-  ``trainer.fit(..., ckpt_path="last")`` (this checkpoint or ``last.ckpt``, whichever is newer) or its path; with
-  :class:`ranklit.training.ResumableTraining` the resumed run equals the uninterrupted one. Under several processes
-  only a ``SIGTERM`` (which Lightning hands to every rank at the same batch) is saved: an exception on one rank
-  cannot wait for the others. SLURM's ``SIGUSR1`` requeue (``SLURMEnvironment(auto_requeue=True)``) writes Lightning's
-  own ``hpc_ckpt_*.ckpt``, which holds the callbacks' state as well. A successful run removes this checkpoint.
+* **Signals.** ``SIGTERM``, Ctrl-C (``SIGINT``) and ``SIGUSR1`` go through :mod:`ranklit.training.stops`: every
+  process of the run stops after the same training batch (or at the end of the epoch, after its validation and
+  checkpoint, when the signal arrives in its last batch or in a validation), and the state is saved to
+  ``dirpath/filename.ckpt``: the resumed run equals the uninterrupted one (with
+  :class:`ranklit.training.ResumableTraining`). A second Ctrl-C stops at once and saves nothing (the state may be
+  in the middle of an optimiser step): the newest checkpoint written before stays the resume point.
+* **Other exceptions** (a corrupt training image: the error names the file) save the state on the way out, on one
+  process only: under several processes an exception on one rank cannot wait for the others, and nothing is saved.
+* **Nothing new, nothing saved.** An exception before the first training batch of this ``fit`` (a refused resume,
+  a bad setting) writes no checkpoint: the checkpoint the run was resumed from stays the resume point.
+
+Resume with ``trainer.fit(..., ckpt_path=...)``. SLURM's ``SIGUSR1`` requeue (``SLURMEnvironment(auto_requeue=True)``)
+keeps Lightning's handler, which writes ``hpc_ckpt_*.ckpt``.
 
 Example:
     >>> import lightning as L
@@ -24,7 +27,6 @@ Example:
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -37,16 +39,10 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
-__all__ = ["FaultTolerance", "first_non_finite", "stopped_by_ctrl_c"]
+from ranklit.training.checkpoints import flush_loggers, use_atomic_writes
+from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
-_ctrl_c_stops: list[bool] = [False]  # set by the first Ctrl-C of a run (see `FaultTolerance`)
-
-
-def stopped_by_ctrl_c() -> bool:
-    """Whether the last run of this process was stopped by Ctrl-C through :class:`FaultTolerance`: Lightning then
-    ends it as a ``SIGTERM`` stop (exit code 0), and the ``ranklit`` command exits with 130 instead, as an
-    interrupted command does."""
-    return _ctrl_c_stops[0]
+__all__ = ["FaultTolerance", "first_non_finite"]
 
 
 def first_non_finite(tensors: Iterable[tuple[str, Tensor | None]]) -> str | None:
@@ -83,29 +79,21 @@ class FaultTolerance(OnExceptionCheckpoint):
         if isinstance(check_every_n_steps, bool) or not isinstance(check_every_n_steps, int) or check_every_n_steps < 1:
             raise ValueError(f"`check_every_n_steps` must be a positive integer, got {check_every_n_steps!r}.")
         self.check_every_n_steps = check_every_n_steps
-        self._previous_sigint: Any = None
+        self._first_step: int | None = None  # the global step this `fit` started training from
+
+    @override
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        StopSignals.install(trainer)  # before Lightning registers its handlers (for the baseline validation too)
+        use_atomic_writes(trainer)
 
     @override
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        _ctrl_c_stops[0] = False
-        lightning_handles_sigterm = callable(signal.getsignal(signal.SIGTERM))
-        if threading.current_thread() is threading.main_thread() and lightning_handles_sigterm:
-            self._previous_sigint = signal.signal(signal.SIGINT, self._first_ctrl_c)
-
-    def _first_ctrl_c(self, signum: int, frame: Any) -> None:
-        self._restore_sigint()  # a second Ctrl-C raises KeyboardInterrupt at once
-        _ctrl_c_stops[0] = True
-        rank_zero_info("Ctrl-C: stopping after this batch to save an exact checkpoint (Ctrl-C again: stop now).")
-        signal.raise_signal(signal.SIGTERM)  # Lightning's handler: stop at the end of the batch
-
-    def _restore_sigint(self) -> None:
-        if self._previous_sigint is not None:
-            signal.signal(signal.SIGINT, self._previous_sigint)
-            self._previous_sigint = None
+        mark_stopped(None)
+        self._first_step = trainer.global_step
 
     @override
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._restore_sigint()
+        self._first_step = None
 
     def _due(self, trainer: L.Trainer) -> bool:
         return trainer.global_step % self.check_every_n_steps == 0
@@ -114,8 +102,10 @@ class FaultTolerance(OnExceptionCheckpoint):
     def _stop(trainer: L.Trainer, what: str, name: str) -> None:
         raise FloatingPointError(
             f"Non-finite {what} `{name}` at global step {trainer.global_step} (epoch {trainer.current_epoch}): "
-            "training stopped and no checkpoint is written with it. Lower the learning rate, clip gradients "
-            "(`trainer.gradient_clip_val`), check the data, or try `--trainer.precision 32`."
+            "training stopped and no checkpoint is written with it. Resume from the last good checkpoint "
+            "(`--resume true`) with gradient clipping (`--trainer.gradient_clip_val 1.0`), `--trainer.precision 32` "
+            "or a lower learning rate (`--model.optimizer.init_args.lr ... --resume_new_rates "
+            "'[model.optimizer.init_args.lr]'`), or check the data."
         )
 
     @override
@@ -136,6 +126,16 @@ class FaultTolerance(OnExceptionCheckpoint):
     ) -> None:
         if self._due(trainer):
             self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
+        last_batch = trainer.fit_loop.epoch_loop.batch_progress.is_last_batch  # then see on_train_epoch_end
+        if not last_batch and not 0 <= trainer.max_steps <= trainer.global_step:
+            agree_to_stop(trainer)
+
+    @override
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        max_epochs, max_steps = trainer.max_epochs, trainer.max_steps
+        last_epoch = max_epochs is not None and max_epochs >= 0 and trainer.current_epoch + 1 >= max_epochs
+        if not last_epoch and not 0 <= max_steps <= trainer.global_step:  # a finished run ends as finished
+            agree_to_stop(trainer)  # Lightning stops after the epoch's checkpoints (RunCheckpoint) are written
 
     @override
     def on_save_checkpoint(
@@ -152,15 +152,29 @@ class FaultTolerance(OnExceptionCheckpoint):
 
     @override
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        self._restore_sigint()
+        first, self._first_step = self._first_step, None
+        if isinstance(exception, KeyboardInterrupt):
+            mark_stopped(signal.SIGINT)
+            rank_zero_info(
+                "Stopped at once by a second Ctrl-C: no checkpoint written (the state may be in the middle of a "
+                f"step); `--resume true` continues from the newest checkpoint in {self.dirpath}."
+            )
+            return
         if isinstance(exception, FloatingPointError):
             return  # the state holds non-finite numbers: keep the last good checkpoint
-        if trainer.world_size > 1 and not isinstance(exception, SIGTERMException):
+        signalled = isinstance(exception, SIGTERMException)
+        if signalled:
+            mark_stopped(stop_requested() or signal.SIGTERM)
+        if first is None or trainer.global_step == first:
+            return  # nothing trained since the run (re)started: its checkpoint stays the resume point
+        if trainer.world_size > 1 and not signalled:
             rank_zero_info(f"{type(exception).__name__} on one of {trainer.world_size} processes: no checkpoint saved.")
             return
-        trainer.save_checkpoint(self.ckpt_path)
+        flush_loggers(trainer)
+        trainer.save_checkpoint(self.ckpt_path, weights_only=False)
+        signum = stopped_by() if signalled else None
+        cause = signal.Signals(signum).name if signum else type(exception).__name__
         rank_zero_info(
-            f"Training interrupted by {'Ctrl-C' if stopped_by_ctrl_c() else type(exception).__name__} at "
-            f"global step {trainer.global_step}; "
-            f"resumable checkpoint saved to {self.ckpt_path} (resume with `ckpt_path={self.ckpt_path!r}` or 'last')."
+            f"Training interrupted by {cause} at global step {trainer.global_step}; resumable checkpoint saved to "
+            f"{self.ckpt_path} (resume with `ckpt_path={self.ckpt_path!r}`, or `--resume true` on the command line)."
         )

@@ -41,7 +41,13 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from typing_extensions import override
 
-__all__ = ["ResumableTraining", "random_states", "set_random_states"]
+__all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_states"]
+
+
+class ResumeRefused(ValueError):
+    """A checkpoint that cannot continue this run as configured (another sampler, process count inside an epoch,
+    memory): raised before the first resumed batch, so nothing of the run has changed (the ``ranklit`` command
+    exits with code 2 and the message, and leaves the run's files as they were)."""
 
 
 def random_states() -> dict[str, Any]:
@@ -120,7 +126,7 @@ class ResumableTraining(Callback):
 
     Add it to the trainer's callbacks for the run and for its resumption (``trainer.fit(..., ckpt_path=...)``).
     Resuming needs the same samplers (seed, batches per epoch, number of processes) and the same memory size; a
-    mismatch raises ``ValueError``.
+    mismatch raises :class:`ResumeRefused` (a ``ValueError``) before any batch is trained.
     """
 
     def __init__(self) -> None:
@@ -169,6 +175,12 @@ class ResumableTraining(Callback):
         state, self._restored = self._restored, None
         if state is None:
             return
+        try:
+            self._restore(trainer, pl_module, state)
+        except ValueError as error:
+            raise ResumeRefused(str(error)) from error
+
+    def _restore(self, trainer: L.Trainer, pl_module: L.LightningModule, state: dict[str, Any]) -> None:
         samplers = _batch_samplers(trainer)
         if len(samplers) != len(state["samplers"]):
             raise ValueError(

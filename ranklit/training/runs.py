@@ -1,18 +1,24 @@
 """Run directories on disk: the latest version of a logger, the checkpoint to resume from, an appended ``metrics.csv``.
 
 A run lives in ``<save_dir>/<name>/version_<n>/`` (its logs, ``config.yaml`` and ``checkpoints/``). Resuming it means
-finding the newest version, its newest checkpoint (``last.ckpt``, the interruption checkpoint ``interrupted.ckpt`` of
-:class:`ranklit.training.FaultTolerance`), and continuing to log into the same version.
+finding the newest version that has a resumable checkpoint (``ranklit test``/``predict`` create versions without
+any), its newest checkpoint that loads and is complete (``last.ckpt`` and its rotated predecessors ``last-<n>.ckpt``
+of :class:`ranklit.training.RunCheckpoint`, the interruption checkpoint ``interrupted.ckpt`` of
+:class:`ranklit.training.FaultTolerance`), and continuing to log into the same version, without the rows logged
+after that checkpoint.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import re
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
@@ -20,47 +26,84 @@ from typing_extensions import override
 
 __all__ = [
     "RESUMABLE",
+    "ResumePoint",
     "RunConfigSaver",
+    "RunSnapshot",
     "changed_settings",
     "continue_metrics_csv",
     "latest_checkpoint",
-    "latest_version",
+    "logged_steps",
     "run_directory",
+    "run_versions",
 ]
 
-#: The checkpoints a run is resumed from, in its ``checkpoints/`` folder (the newest wins).
-RESUMABLE = ("last.ckpt", "interrupted.ckpt")
+#: The checkpoints a run is resumed from, in its ``checkpoints/`` folder (the newest that loads wins).
+RESUMABLE = ("last.ckpt", "last-*.ckpt", "interrupted.ckpt")
+_COMPLETE = ("state_dict", "optimizer_states", "loops", "callbacks")  # what a resumable checkpoint holds
 
 
-def latest_version(experiment: str | Path) -> int | None:
-    """The highest ``n`` of the ``version_<n>`` folders in ``experiment`` (``<save_dir>/<name>``), or ``None``.
+def run_versions(experiment: str | Path) -> list[int]:
+    """The ``n`` of the ``version_<n>`` folders in ``experiment`` (``<save_dir>/<name>``), newest first.
 
     Example:
         >>> import tempfile
         >>> root = Path(tempfile.mkdtemp())
         >>> for n in (0, 2, 10): (root / f"version_{n}").mkdir()
-        >>> latest_version(root), latest_version(root / "absent")
-        (10, None)
+        >>> run_versions(root), run_versions(root / "absent")
+        ([10, 2, 0], [])
     """
-    folder = Path(experiment)
-    names = [p.name for p in folder.glob("version_*") if p.is_dir()]
-    numbers = [int(m.group(1)) for name in names if (m := re.fullmatch(r"version_(\d+)", name))]
-    return max(numbers, default=None)
+    names = [p.name for p in Path(experiment).glob("version_*") if p.is_dir()]
+    return sorted((int(m.group(1)) for name in names if (m := re.fullmatch(r"version_(\d+)", name))), reverse=True)
 
 
-def latest_checkpoint(folder: str | Path) -> Path | None:
-    """The newest (by modification time) of the :data:`RESUMABLE` checkpoints in ``folder``, or ``None``.
+@dataclass
+class ResumePoint:
+    """The checkpoint a run resumes from (``path``, ``None`` when none loads), its contents, and one line for each
+    newer checkpoint skipped (``"<path>: <reason>"``)."""
+
+    path: Path | None = None
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def latest_checkpoint(folder: str | Path) -> ResumePoint:
+    """The newest (by modification time) of the :data:`RESUMABLE` checkpoints in ``folder`` that loads and holds a
+    complete training state; the newer ones that do not (truncated, empty, weights only) are skipped, with the reason.
 
     Example:
         >>> import os, tempfile
         >>> folder = Path(tempfile.mkdtemp())
-        >>> for name, time in (("last.ckpt", 2), ("interrupted.ckpt", 1)):
-        ...     (folder / name).touch(); os.utime(folder / name, (time, time))
-        >>> latest_checkpoint(folder).name
-        'last.ckpt'
+        >>> torch.save({k: {} for k in _COMPLETE}, folder / "last-1.ckpt")
+        >>> (folder / "last.ckpt").write_bytes(b"PK")  # a truncated write
+        2
+        >>> os.utime(folder / "last-1.ckpt", (1, 1))
+        >>> point = latest_checkpoint(folder)
+        >>> point.path.name, len(point.skipped)
+        ('last-1.ckpt', 1)
     """
-    candidates = [Path(folder) / name for name in RESUMABLE if (Path(folder) / name).is_file()]
-    return max(candidates, key=lambda p: p.stat().st_mtime, default=None)
+    candidates = {p for pattern in RESUMABLE for p in Path(folder).glob(pattern) if p.is_file()}
+    point = ResumePoint()
+    for path in sorted(candidates, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # any failure to load means "not this one"
+            first_line = (str(error).splitlines() or [""])[0][:200]
+            point.skipped.append(f"{path}: does not load ({type(error).__name__}: {first_line})")
+            continue
+        missing = [key for key in _COMPLETE if not isinstance(checkpoint, dict) or key not in checkpoint]
+        if missing:
+            point.skipped.append(f"{path}: incomplete (no {', '.join(missing)})")
+            continue
+        point.path, point.checkpoint = path, checkpoint
+        break
+    return point
+
+
+def logged_steps(checkpoint: dict[str, Any]) -> int | None:
+    """The logger step a checkpoint was saved at: the ``metrics.csv`` rows it covers have ``step`` below it."""
+    loop = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_loop.state_dict", {})
+    steps = loop.get("_batches_that_stepped")
+    return int(steps) if steps is not None else None
 
 
 def changed_settings(saved: dict[str, Any], current: dict[str, Any], prefix: str = "model") -> list[str]:
@@ -85,19 +128,69 @@ def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-def continue_metrics_csv(logger: CSVLogger) -> None:
+def continue_metrics_csv(logger: CSVLogger, before_step: int | None = None) -> None:
     """Make a ``CSVLogger`` writing into an existing version append to its ``metrics.csv`` (Lightning's writer
-    deletes the file it finds): the rows already there are kept, the new ones follow them."""
+    deletes the file it finds): the rows already there are kept, but those with a ``step`` of ``before_step`` or
+    more (logged after the checkpoint the run resumes from, which the resumed run logs again), and the new ones
+    follow them."""
     path = Path(logger.log_dir) / "metrics.csv"
     if not path.is_file():
         return
     with path.open(newline="") as file:
         rows = list(csv.DictReader(file))
+    if before_step is not None:
+        rows = [row for row in rows if not row.get("step") or int(float(row["step"])) < before_step]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Experiment logs directory .* exists and is not empty")
         writer = logger.experiment  # created now: it removes the file
     writer.metrics = rows
     writer.save()
+
+
+class RunSnapshot:
+    """The files of a run directory as they are now, to put back if a resume is refused after it began writing.
+
+    The contents and modification times of every file but the checkpoints are kept in memory (logs and configs:
+    small); :meth:`restore` rewrites those that changed, removes the files that appeared, and checks that no
+    checkpoint changed (a refused resume writes none: :class:`ranklit.training.FaultTolerance` saves nothing before
+    the first trained batch).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); (folder / "metrics.csv").write_text("step\\n0\\n")
+        7
+        >>> snapshot = RunSnapshot(folder)
+        >>> (folder / "metrics.csv").write_text("step\\n"); (folder / "run.lock").touch()
+        5
+        >>> snapshot.restore(); sorted(p.name for p in folder.iterdir()), (folder / "metrics.csv").read_text()
+        (['metrics.csv'], 'step\\n0\\n')
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.files = {path: self._state(path) for path in self._files()}
+
+    def _files(self) -> list[Path]:
+        return [p for p in self.folder.rglob("*") if p.is_file()] if self.folder.is_dir() else []
+
+    @staticmethod
+    def _state(path: Path) -> tuple[bytes | None, int, int]:
+        stat = path.stat()
+        contents = None if path.suffix == ".ckpt" else path.read_bytes()
+        return contents, stat.st_size, stat.st_mtime_ns
+
+    def restore(self) -> None:
+        """Put every file back as it was (module docstring)."""
+        for path in self._files():
+            if path not in self.files:
+                path.unlink(missing_ok=True)
+        for path, (contents, size, mtime) in self.files.items():
+            if path.is_file() and self._state(path) == (contents, size, mtime):
+                continue
+            if contents is None:
+                raise RuntimeError(f"{path} changed during a refused resume.")
+            path.write_bytes(contents)
+            os.utime(path, ns=(mtime, mtime))
 
 
 def run_directory(trainer: Trainer) -> Path:

@@ -58,9 +58,10 @@ def test_interrupted_quick_start_resumes_into_the_uninterrupted_run(tmp_path: Pa
     assert _fit(reference).returncode == 0
     first = _fit(run, _signal_at(3, "SIGINT"), "--resume=true")
     assert first.returncode == 130 and "nothing to resume" in first.stderr, first.stderr[-3000:]
-    assert "Training interrupted by Ctrl-C at global step 3" in first.stderr  # the batch ends, then the save
-    second = _fit(run, _signal_at(6, "SIGTERM"), "--resume=true")  # Lightning ends the batch, saves and exits
-    assert "Resuming" in second.stderr and "Training interrupted by SIGTERMException" in second.stderr
+    assert "Training interrupted by SIGINT at global step 3" in first.stderr  # the batch ends, then the save
+    second = _fit(run, _signal_at(6, "SIGTERM"), "--resume=true")  # the batch ends, the state is saved, exit 143
+    assert second.returncode == 143, second.stderr[-3000:]
+    assert "Resuming" in second.stderr and "Training interrupted by SIGTERM at global step 6" in second.stderr
     last = _fit(run, "--resume=true")
     assert last.returncode == 0, last.stderr[-3000:]
     assert not (run / "runs/quickstart/version_1").exists()  # the same version throughout
@@ -94,10 +95,59 @@ def test_ckpt_path_last_without_a_run_is_refused(tmp_path: Path, monkeypatch, ca
 def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     short = [
-        "--data.batch_sampler.init_args.batches_per_epoch=1", "--trainer.max_epochs=1", "--baseline_validation=false"
-    ]
-    main([*QUICK, *short, "--model.head_lr=0.0001", "--trainer.limit_val_batches=1"])
+        "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
+        "--trainer.limit_val_batches=1",
+    ]  # fmt: skip
+    main([*QUICK, *short, "--trainer.max_epochs=1", "--model.head_lr=0.0001"])
     with pytest.raises(SystemExit) as exit_info:
-        main([*QUICK, *short, "--model.head_lr=0.001", "--resume=true"])
-    assert exit_info.value.code != 0
-    assert "model.head_lr: checkpoint 0.0001, config 0.001" in capsys.readouterr().err
+        main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true"])
+    assert exit_info.value.code == 2
+    assert "model.head_lr: checkpoint 0.0001, config 0.001" in capsys.readouterr().err.splitlines()[-1]
+    # the explicit way: the new rate named in --resume_new_rates replaces the checkpoint's from the next step
+    main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true",
+          "--resume_new_rates=[model.head_lr]"])  # fmt: skip
+    groups = _checkpoint(tmp_path)["optimizer_states"][0]["param_groups"]
+    assert _checkpoint(tmp_path)["global_step"] == 2
+    assert 0.001 in [g["lr"] for g in groups] and 0.0001 not in [g["lr"] for g in groups]
+
+
+def test_one_run_one_folder_one_writer(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``ranklit test`` does not hide the run from ``--resume``; ``--ckpt_path`` continues a renamed or moved run in
+    its own folder, and starts a new version from a checkpoint outside a run; a live writer's lock refuses a second
+    one, changing nothing."""
+    monkeypatch.chdir(tmp_path)
+    short = [*QUICK, "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
+             "--trainer.limit_val_batches=1"]  # fmt: skip
+    runs = tmp_path / "runs/quickstart"
+    main([*short, "--trainer.max_epochs=1"])
+    main(["test", *short[1:], f"--ckpt_path={runs / 'version_0/checkpoints/last.ckpt'}"])
+    assert (runs / "version_1").is_dir()  # the test's own version, without checkpoints
+    main([*short, "--trainer.max_epochs=2", "--resume=true"])
+    assert f"Resuming {Path('runs/quickstart/version_0')} from" in capsys.readouterr().err
+    assert sorted(p.name for p in runs.iterdir()) == ["version_0", "version_1"]
+    (runs / "version_0").rename(runs / "renamed")
+    main([*short, "--trainer.max_epochs=3", f"--ckpt_path={runs / 'renamed/checkpoints/last.ckpt'}"])
+    moved = tmp_path / "elsewhere/project/moved"
+    moved.parent.mkdir(parents=True)
+    (runs / "renamed").rename(moved)
+    main([*short, "--trainer.max_epochs=4", f"--ckpt_path={moved / 'checkpoints/last.ckpt'}"])
+    assert sorted(p.name for p in runs.iterdir()) == ["version_1"]  # nothing new beside the test's version
+    assert sorted(p.name for p in (moved / "checkpoints").glob("last*")) == ["last-1.ckpt", "last.ckpt"]
+    assert torch.load(moved / "checkpoints/last.ckpt", weights_only=True)["global_step"] == 4
+    steps = [int(row["step"]) for row in csv.DictReader((moved / "metrics.csv").open()) if row.get("train/loss")]
+    assert steps == [0, 1, 2, 3]  # one row per step, in the one folder
+    (tmp_path / "loose.ckpt").write_bytes((moved / "checkpoints/last.ckpt").read_bytes())
+    main([*short, "--trainer.max_epochs=5", f"--ckpt_path={tmp_path / 'loose.ckpt'}"])  # not in a run: a new version
+    assert torch.load(runs / "version_2/checkpoints/last.ckpt", weights_only=True)["global_step"] == 5
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (moved / "run.lock").write_text(f'{{"pid": {holder.pid}, "host": "{os.uname().nodename}", "since": "x"}}')
+        before = {p: p.read_bytes() for p in moved.rglob("*") if p.is_file()}
+        with pytest.raises(SystemExit) as exit_info:
+            main([*short, "--trainer.max_epochs=5", f"--ckpt_path={moved / 'checkpoints/last.ckpt'}"])
+        assert exit_info.value.code == 2
+        assert f"is being trained by process {holder.pid}" in capsys.readouterr().err
+        assert {p: p.read_bytes() for p in moved.rglob("*") if p.is_file()} == before
+    finally:
+        holder.kill()
+        holder.wait()

@@ -2,10 +2,9 @@
 
 Each scenario trains ``RetrievalModule`` for 2 epochs of 4 P×K batches on the synthetic hierarchy, with random crops and
 flips (in the main process, or in 2 loader workers), a validation per epoch, and ``ResumableTraining`` +
-``FaultTolerance``. The interrupted run stops twice (``KeyboardInterrupt`` raised from a callback, ``SIGTERM`` sent to
-the process), each time resuming from the checkpoint saved on the way out in a fresh process state (other global seed,
-new objects). The final weights, buffers and optimiser state, and the sample ids of every trained batch, equal those of
-the uninterrupted run.
+``FaultTolerance``. The interrupted run stops twice (Ctrl-C or ``SIGTERM`` sent to the process), each time resuming
+from the checkpoint saved on the way out in a fresh process state (other global seed, new objects). The final
+weights, buffers and optimiser state, and the sample ids of every trained batch, equal those of the uninterrupted run.
 """
 
 from __future__ import annotations
@@ -39,10 +38,8 @@ class _Stop(Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         self.seen.append(batch["index"].tolist())
-        if trainer.global_step == self.at:
-            if self.how == "ctrl-c":
-                raise KeyboardInterrupt
-            os.kill(os.getpid(), signal.SIGTERM)  # Lightning stops at the end of this batch
+        if trainer.global_step == self.at:  # the run stops at the end of this batch (of the epoch, at its end)
+            os.kill(os.getpid(), signal.SIGINT if self.how == "ctrl-c" else signal.SIGTERM)
 
 
 def _fit(tmp_path: Path, options: dict[str, Any], stop: _Stop, ckpt_path: str | None, seed: int) -> L.Trainer:
@@ -50,8 +47,10 @@ def _fit(tmp_path: Path, options: dict[str, Any], stop: _Stop, ckpt_path: str | 
     train = SyntheticHierarchy(split="train", transform=train_transform(32, scale=(0.5, 1.0)), **DATA)
     val = SyntheticHierarchy(split="test", transform=test_transform(32, 32), **DATA)
     sampler = PKSampler(train.labels, p=2, k=2, seed=3, batches_per_epoch=BATCHES)
-    loaders = {"train_dataloaders": DataLoader(train, batch_sampler=sampler, num_workers=options.get("workers", 0)),
-               "val_dataloaders": DataLoader(val, batch_size=64)}
+    loaders = {
+        "train_dataloaders": DataLoader(train, batch_sampler=sampler, num_workers=options.get("workers", 0)),
+        "val_dataloaders": DataLoader(val, batch_size=64),
+    }
     net = EmbeddingNet("test_resnet", embedding_dim=8, pretrained=False)
     memory = CrossBatchMemory(size=12) if options.get("memory") else None
     chunk = options.get("multistage")

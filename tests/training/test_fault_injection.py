@@ -1,0 +1,191 @@
+"""Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints.
+
+Every case interrupts the tiny quick start (:mod:`tests.training.faults_harness`), checks the exit code and the time
+from the signal to the exit, resumes with ``--resume true`` and compares the end of the resumed run with the
+uninterrupted run of the same launcher and workers (weights, optimiser state, sampler position, ``metrics.csv`` rows
+exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps one kill -9
+(then a truncated newest checkpoint and a refused resume) on one process, and (``tests/training/test_ddp_cli.py``) a
+group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``. With
+``RANKLIT_FAULT_TABLE=PATH`` each case appends a row (case, exit code, seconds from signal to exit, step signalled,
+resume step, steps lost) to that Markdown file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.training.faults_harness import (
+    RUN,
+    STEPS_PER_EPOCH,
+    assert_same_run,
+    folder_digest,
+    resume_step,
+    rows,
+    run,
+    signal_at,
+)
+
+pytestmark = pytest.mark.timeout(1500)
+LONG = pytest.mark.long
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Path]:
+    """The uninterrupted run of each (launcher, workers), made on first use."""
+
+    class _Lazy(dict):
+        def __missing__(self, key: tuple[str, int]) -> Path:
+            folder = tmp_path_factory.mktemp(f"reference-{key[0]}-{key[1]}")
+            result = run(folder, *key)
+            assert result.returncode == 0, result.stderr[-3000:]
+            self[key] = folder
+            return folder
+
+    return _Lazy()
+
+
+def _record(case: str, code: int, seconds: float | None, step: int | str, resumed: int | None, lost: int) -> None:
+    table = os.environ.get("RANKLIT_FAULT_TABLE")
+    if not table:
+        return
+    new = not Path(table).is_file()
+    with open(table, "a") as file:
+        if new:
+            file.write("| case | exit code | signal to exit (s) | signalled at | resumed from step | steps lost |\n")
+            file.write("|---|---|---|---|---|---|\n")
+        took = "-" if seconds is None else f"{seconds:.1f}"
+        file.write(f"| {case} | {code} | {took} | {step} | {resumed} | {lost} |\n")
+
+
+# (launcher, workers, signal, phase, step, to): the signal is sent during `phase` at step `step` (see SignalAt)
+SIGNALS = [
+    *[("single", 0, name, "train", 3, "self") for name in ("SIGINT", "SIGTERM", "SIGUSR1")],
+    *[("single", 0, "SIGTERM", phase, step, "self")
+      for phase, step in (("baseline", 0), ("validation", 4), ("checkpoint", 4), ("teardown", 8))],
+    ("single", 2, "SIGTERM", "train", 6, "self"),
+    ("single", 2, "SIGINT", "validation", 4, "self"),
+    *[("lightning", 0, "SIGTERM", phase, step, "group")
+      for phase, step in (("baseline", 0), ("train", 3), ("validation", 4), ("checkpoint", 4), ("teardown", 8))],
+    ("lightning", 0, "SIGINT", "train", 5, "group"),
+    ("lightning", 0, "SIGUSR1", "train", 2, "group"),
+    ("lightning", 0, "SIGTERM", "train", 3, "0"),  # the launcher's process only
+    ("lightning", 0, "SIGTERM", "train", 6, "1"),  # one child only
+    ("lightning", 2, "SIGTERM", "train", 5, "group"),
+    ("torchrun", 0, "SIGTERM", "train", 3, "group"),
+    ("torchrun", 0, "SIGTERM", "validation", 4, "group"),
+    ("torchrun", 0, "SIGTERM", "train", 6, "1"),
+]  # fmt: skip
+
+
+def _case_id(case: tuple) -> str:
+    launcher, workers, name, phase, step, to = case
+    return f"{launcher}-w{workers}-{name}-{phase}-step{step}-to{to}"
+
+
+@LONG
+@pytest.mark.parametrize("case", SIGNALS, ids=_case_id)
+def test_signal_stops_resumably(case: tuple, references: dict, tmp_path: Path) -> None:
+    launcher, workers, name, phase, step, to = case
+    stopped = run(tmp_path, launcher, workers, signal_at(step, name, phase, to))
+    finished = phase == "teardown"  # after the last batch: the run is complete, it ends as finished
+    expected = 0 if finished else 128 + getattr(signal, name)
+    if launcher != "torchrun":  # torchrun reports its own code for its workers' exit
+        assert stopped.returncode == expected, stopped.stderr[-3000:]
+    else:
+        assert stopped.returncode != 0 or finished, stopped.stderr[-3000:]
+    assert stopped.signal_to_exit is not None and stopped.signal_to_exit < 60
+    resumed_from = resume_step(tmp_path)
+    assert resumed_from is not None
+    lost = max(0, step - 1 - resumed_from) if phase == "train" else 0
+    assert lost == 0  # a signal never costs a finished step
+    if not finished:
+        result = run(tmp_path, launcher, workers, "--resume=true")
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_run(tmp_path, references[launcher, workers])
+    _record(_case_id(case), stopped.returncode, stopped.signal_to_exit, step, resumed_from, lost)
+
+
+KILLS = [
+    pytest.param("single", 2, id="single-w2"),
+    pytest.param("lightning", 0, id="lightning-w0"),
+]
+
+
+def _kill_9(tmp_path: Path, launcher: str, workers: int, first: int = 3) -> tuple[int, int]:
+    """A run with ``every_n_steps: 2`` killed (``SIGKILL`` to all its processes) at a random step from ``first`` (3:
+    after its first scheduled save); its step and the step of its newest checkpoint, at most 2 completed steps
+    behind."""
+    step = random.Random(f"{launcher}{workers}{os.getpid()}").randint(first, 2 * STEPS_PER_EPOCH - 1)
+    killed = run(tmp_path, launcher, workers, signal_at(step, "SIGKILL", to="group"), "--checkpoint.every_n_steps=2")
+    assert killed.returncode == -signal.SIGKILL
+    resumed_from = resume_step(tmp_path)
+    assert resumed_from is not None and step - 1 - resumed_from <= 2  # completed steps lost
+    _record(f"{launcher}-w{workers}-kill -9-train-step{step}", killed.returncode, killed.signal_to_exit, step,
+            resumed_from, step - 1 - resumed_from)  # fmt: skip
+    return step, resumed_from
+
+
+@LONG
+@pytest.mark.parametrize(("launcher", "workers"), KILLS)
+def test_kill_9_at_a_random_step_loses_at_most_2_steps(launcher: str, workers: int, references, tmp_path) -> None:
+    _kill_9(tmp_path, launcher, workers)
+    result = run(tmp_path, launcher, workers, "--resume=true", "--checkpoint.every_n_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(rows(tmp_path)) == len(set(rows(tmp_path)))  # no duplicate row
+    assert_same_run(tmp_path, references[launcher, workers])
+
+
+def test_kill_9_then_a_truncated_newest_checkpoint_and_a_refused_resume(references, tmp_path: Path) -> None:
+    """Done-when 3 and 4 in one run: a kill -9 loses at most 2 steps; the newest checkpoint, then truncated, is
+    skipped with a message; a refused resume (another sampler seed) leaves every file of the run byte-identical; the
+    resumed run ends as the uninterrupted one, with no duplicate row."""
+    step, _ = _kill_9(tmp_path, "single", 0, first=5)  # after 2 saves: one to fall back to
+    newest = tmp_path / RUN / "checkpoints" / "last.ckpt"
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2])  # what a kill during a non-atomic write leaves
+    before = folder_digest(tmp_path)
+    refused = run(tmp_path, "single", 0, "--resume=true", "--data.batch_sampler.init_args.seed=7")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "error: " in refused.stderr and "seed" in refused.stderr and "Traceback" not in refused.stderr
+    assert folder_digest(tmp_path) == before  # byte for byte, modification times included
+    result = run(tmp_path, "single", 0, "--resume=true", "--checkpoint.every_n_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Skipping {Path('runs/quickstart/version_0/checkpoints/last.ckpt')}: does not load" in result.stderr
+    assert len(rows(tmp_path)) == len(set(rows(tmp_path)))  # no duplicate row
+    assert_same_run(tmp_path, references["single", 0])
+    _record("single-w0 refused resume (other sampler seed)", refused.returncode, None, step, "-", 0)
+
+
+@LONG
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_newest_checkpoint_is_skipped(damage: str, references, tmp_path) -> None:
+    stopped = run(tmp_path, "single", 0, signal_at(7, "SIGTERM"), "--checkpoint.every_n_steps=2")
+    assert stopped.returncode == 143
+    newest = tmp_path / RUN / "checkpoints" / "interrupted.ckpt"
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    result = run(tmp_path, "single", 0, "--resume=true", "--checkpoint.every_n_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Skipping {Path('runs/quickstart/version_0/checkpoints/interrupted.ckpt')}: does not load" in result.stderr
+    assert_same_run(tmp_path, references["single", 0])
+    _record(f"single-w0-{damage} interrupted.ckpt at step 7", result.returncode, None, 7, 6, 1)
+
+
+@LONG
+def test_refused_resume_leaves_the_run_byte_identical(references, tmp_path: Path) -> None:
+    stopped = run(tmp_path, "lightning", 0, signal_at(3, "SIGTERM", to="group"))
+    assert stopped.returncode == 143
+    before = folder_digest(tmp_path)
+    refused = run(tmp_path, "single", 0, "--resume=true")  # 1 process cannot continue a 2-process epoch
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "error: " in refused.stderr and "Traceback" not in refused.stderr
+    assert folder_digest(tmp_path) == before
+    result = run(tmp_path, "lightning", 0, "--resume=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_run(tmp_path, references["lightning", 0])
+    _record("lightning-w0 refused resume (1 process, mid-epoch)", refused.returncode, None, 3, 3, 0)
