@@ -39,11 +39,11 @@ from typing import Any, cast
 
 from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit import data_check, warning_filters
+from ranklit.compat.lightning import CheckpointSettingsCLI
 from ranklit.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
@@ -60,13 +60,14 @@ from ranklit.training.runs import RunConfigSaver, changed_settings, continue_met
 __all__ = ["RanklitCLI", "main"]
 
 _DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
+_CHECKPOINT_CONNECTOR = r"lightning\.pytorch\.trainer\.connectors\.checkpoint_connector"  # Lightning 2.5.5-2.6.6
 _MOVED = {
     "optimizer": "--model.optimizer",
     "lr_scheduler": "--model.lr_scheduler",
 }
 
 
-class RanklitCLI(LightningCLI):
+class RanklitCLI(CheckpointSettingsCLI):
     """LightningCLI with ranklit's defaults: the run's config saved in its directory (:class:`RunConfigSaver`), no
     top-level ``--optimizer``/``--lr_scheduler`` (the module's ``optimizer``/``lr_scheduler`` keep its parameter
     groups), ``data.root`` copied into every dataset, a baseline validation before ``fit``, resumable and
@@ -132,15 +133,23 @@ class RanklitCLI(LightningCLI):
                 )
 
     @override
-    def _parse_ckpt_path(self) -> None:
+    def before_checkpoint_settings(self) -> Any:
+        """Find the run a ``fit`` resumes; keep the model settings given, to compare with the checkpoint's."""
         subcommand = self.config.get("subcommand")
         if subcommand != "fit":
-            super()._parse_ckpt_path()
-            return
+            return None
         config = self.config[subcommand]
         self.resumed = find_resume(config)
-        model = config.model.clone()
-        super()._parse_ckpt_path()  # replaces the model settings by those saved in the checkpoint
+        return config.model.clone()
+
+    @override
+    def after_checkpoint_settings(self, before: Any) -> None:
+        """Refuse a resume whose model settings differ from the checkpoint's (Lightning has just replaced them),
+        except the rates named by ``--resume_new_rates``."""
+        if before is None:
+            return
+        model, subcommand = before, self.config["subcommand"]
+        config = self.config[subcommand]
         accepted = set(config.get("resume_new_rates") or [])
         if unknown := sorted(accepted - set(RATE_SETTINGS)):
             raise ResumeRefused(f"`--resume_new_rates` takes {', '.join(RATE_SETTINGS)}; got {', '.join(unknown)}.")
@@ -181,8 +190,9 @@ class RanklitCLI(LightningCLI):
         # FaultTolerance is an OnExceptionCheckpoint, so Lightning reads `ckpt_path=None` as "last", warns that "the
         # last model of the previous fit call will be used", then that there is no last checkpoint. A fresh run's
         # directory has none (a resumed run passes its checkpoint explicitly): both warnings would only mislead.
-        warnings.filterwarnings("ignore", message=r"`\.fit\(ckpt_path=None\)` was called without a model")
-        warnings.filterwarnings("ignore", message=r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint')
+        for message in (r"`\.fit\(ckpt_path=None\)` was called without a model",
+                        r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint'):  # fmt: skip
+            warnings.filterwarnings("ignore", message=message, module=_CHECKPOINT_CONNECTOR)
         self.datamodule.check_batch_sampler()  # a bad sampler setting stops the run before the baseline validation
         if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
             self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)

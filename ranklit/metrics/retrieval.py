@@ -16,7 +16,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from ranklit.compat import metric_is_synced, synced_states
+from ranklit.compat.torchmetrics import metric_is_synced, synced_states
 from ranklit.functional.inputs import (
     check_chunk_size,
     check_distinct_ids,

@@ -12,7 +12,7 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 from typing_extensions import override
 
-from ranklit.compat import attached_trainer
+from ranklit.compat.lightning import attached_trainer
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models.backbones import EmbeddingNet

@@ -39,6 +39,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit.compat.lightning import batch_progress
 from ranklit.training.checkpoints import flush_loggers, use_atomic_writes
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
@@ -126,7 +127,7 @@ class FaultTolerance(OnExceptionCheckpoint):
     ) -> None:
         if self._due(trainer):
             self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
-        last_batch = trainer.fit_loop.epoch_loop.batch_progress.is_last_batch  # then see on_train_epoch_end
+        last_batch = batch_progress(trainer).is_last_batch  # then see on_train_epoch_end
         if not last_batch and not 0 <= trainer.max_steps <= trainer.global_step:
             agree_to_stop(trainer)
 

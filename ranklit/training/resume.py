@@ -41,6 +41,8 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from typing_extensions import override
 
+from ranklit.compat.lightning import batch_progress, training_data_fetcher
+
 __all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_states"]
 
 
@@ -103,7 +105,7 @@ def _batches_trained(trainer: L.Trainer) -> int:
     """Batches of the current epoch that Lightning counts as trained when it resumes from a checkpoint saved now:
     a batch whose step finished counts (even before ``on_train_batch_end`` completed), one interrupted mid-step does
     not (it is replayed)."""
-    current: Any = trainer.fit_loop.epoch_loop.batch_progress.current  # a processed/started tracker at run time
+    current: Any = batch_progress(trainer).current  # a processed/started tracker at run time
     return current.processed if current.processed == current.started else current.completed
 
 
@@ -130,13 +132,13 @@ class ResumableTraining(Callback):
     """
 
     def __init__(self) -> None:
-        self._trainer: L.Trainer | None = None
+        self._fitting: L.Trainer | None = None
         self._before_batch: dict[str, Any] | None = None
         self._restored: dict[str, Any] | None = None
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        self._trainer = trainer
+        self._fitting = trainer
 
     @override
     def on_train_batch_start(
@@ -150,10 +152,10 @@ class ResumableTraining(Callback):
 
     @override
     def state_dict(self) -> dict[str, Any]:
-        trainer = self._trainer
+        trainer = self._fitting
         if trainer is None or trainer.lightning_module is None:
             return {}
-        current: Any = trainer.fit_loop.epoch_loop.batch_progress.current
+        current: Any = batch_progress(trainer).current
         replayed = current.started > current.processed and self._before_batch is not None
         trained = _batches_trained(trainer)
         state: dict[str, Any] = {
@@ -192,10 +194,14 @@ class ResumableTraining(Callback):
             sampler.load_state_dict(sampler_state)
             sampler.set_epoch(trainer.current_epoch)  # Lightning's epoch wins (e.g. after `limit_train_batches`)
         if samplers:  # Lightning cannot see the restored position (a DataLoader has no state_dict) and would warn
-            warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch")
+            warnings.filterwarnings(  # Lightning 2.5.5-2.6.6's message and module, nothing else
+                "ignore",
+                message="You're resuming from a checkpoint that ended before the epoch ended",
+                module=r"lightning\.pytorch\.loops\.training_epoch_loop",
+            )
         self._restore_memory(pl_module, state.get("memory"))
         trained = state["batches_trained"]
-        fetcher = trainer.fit_loop._data_fetcher  # Lightning's training iterator, created before this hook
+        fetcher = training_data_fetcher(trainer)  # Lightning's training iterator, created before this hook
         epoch_start = trained == 0 or trained >= trainer.num_training_batches
         if epoch_start:  # the uninterrupted run creates the epoch's iterator after the checkpoint: draw as it did
             set_random_states(state["random_states"])

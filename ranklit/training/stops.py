@@ -37,8 +37,9 @@ import lightning as L
 import torch
 import torch.distributed as dist
 from lightning.pytorch.plugins.environments import SLURMEnvironment
-from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
 from typing_extensions import override
+
+from ranklit.compat.lightning import SignalConnector, cluster_environment, replace_signal_connector, request_stop
 
 __all__ = ["StopSignals", "agree_to_stop", "exit_code", "stop_requested", "stopped_by"]
 
@@ -92,26 +93,25 @@ def agree_to_stop(trainer: L.Trainer) -> bool:
         requested = int(flag.item())
     if requested:
         _signals["requested"] = requested
-        trainer._signal_connector.received_sigterm = True  # Lightning's flag, read by its loops
+        request_stop(trainer)  # Lightning's flag, read by its loops
     return bool(requested)
 
 
-class StopSignals(_SignalConnector):
+class StopSignals(SignalConnector):
     """Lightning's signal connector with collective-free handlers (module docstring); installed by
     :meth:`install` in place of the trainer's own."""
 
     @classmethod
     def install(cls, trainer: L.Trainer) -> None:
         """Give ``trainer`` this connector (once), before Lightning registers its handlers for ``fit``/``validate``."""
-        if not isinstance(trainer._signal_connector, cls):
-            trainer._signal_connector = cls(trainer)
+        replace_signal_connector(trainer, cls)
 
     @override
     def register_signal_handlers(self) -> None:
         super().register_signal_handlers()  # keeps the previous handlers (restored at teardown), SLURM's SIGUSR1
         if threading.current_thread() is not threading.main_thread():
             return
-        environment: Any = self.trainer._accelerator_connector.cluster_environment
+        environment: Any = cluster_environment(self.trainer)
         requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
         for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,))):
             signal.signal(signum, _request)

@@ -1,0 +1,97 @@
+"""Lightning internals (and DDP's gradient-sync flag) that ranklit's training and command line need, each with the
+versions it was checked against: Lightning 2.5.5 and 2.6.6, torch 2.14.1 (the range ``.ci/run`` tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
+
+__all__ = [
+    "CheckpointSettingsCLI",
+    "SignalConnector",
+    "attached_trainer",
+    "batch_progress",
+    "cluster_environment",
+    "replace_signal_connector",
+    "request_stop",
+    "skip_ddp_gradient_sync",
+    "training_data_fetcher",
+]
+
+SignalConnector = _SignalConnector
+"""The class of ``trainer._signal_connector``, which registers Lightning's signal handlers around ``fit``,
+``validate``, ``test`` and ``predict`` (``lightning.pytorch.trainer.connectors.signal_connector``; private)."""
+
+
+class CheckpointSettingsCLI(LightningCLI):
+    """``LightningCLI`` with a hook around its replacement of the ``model`` settings by those saved in ``ckpt_path``.
+
+    Lightning 2.5.5 added ``LightningCLI._parse_ckpt_path`` (it runs when the command is parsed, before any class is
+    instantiated); on older versions the hyper-parameters of a checkpoint are not merged at all, which is why 2.5.5
+    is ranklit's lower bound. Subclasses override :meth:`before_checkpoint_settings` (its return value is passed on)
+    and :meth:`after_checkpoint_settings`.
+    """
+
+    def before_checkpoint_settings(self) -> Any:
+        """Called before Lightning reads the checkpoint's settings into ``self.config``."""
+        return None
+
+    def after_checkpoint_settings(self, before: Any) -> None:
+        """Called after, with what :meth:`before_checkpoint_settings` returned."""
+
+    def _parse_ckpt_path(self) -> None:
+        before = self.before_checkpoint_settings()
+        super()._parse_ckpt_path()
+        self.after_checkpoint_settings(before)
+
+
+def attached_trainer(module: Any) -> Any:
+    """The ``Trainer`` a ``LightningModule`` is attached to, or ``None`` (``module.trainer`` raises when detached).
+
+    Reads ``LightningModule._trainer``.
+    """
+    return module._trainer
+
+
+def batch_progress(trainer: Any) -> Any:
+    """The training epoch's batch progress: ``.current`` (``ready``/``started``/``processed``/``completed``
+    counters) and ``.is_last_batch``. ``trainer.fit_loop.epoch_loop.batch_progress``: loop internals without a
+    public accessor or a stability promise."""
+    return trainer.fit_loop.epoch_loop.batch_progress
+
+
+def training_data_fetcher(trainer: Any) -> Any:
+    """Lightning's training iterator of the running epoch, created before ``on_train_start``
+    (``trainer.fit_loop._data_fetcher``)."""
+    return trainer.fit_loop._data_fetcher
+
+
+def cluster_environment(trainer: Any) -> Any:
+    """The trainer's cluster environment (SLURM, torchrun, Lightning's launcher, …) whatever the strategy
+    (``trainer._accelerator_connector.cluster_environment``; ``strategy.cluster_environment`` exists on multi-process
+    strategies only)."""
+    return trainer._accelerator_connector.cluster_environment
+
+
+def replace_signal_connector(trainer: Any, connector_class: type) -> None:
+    """Give ``trainer`` a signal connector of ``connector_class`` (a :data:`SignalConnector` subclass) unless it has
+    one already (``trainer._signal_connector``)."""
+    if not isinstance(trainer._signal_connector, connector_class):
+        trainer._signal_connector = connector_class(trainer)
+
+
+def request_stop(trainer: Any) -> None:
+    """Set the flag Lightning's loops read to stop at the end of the current batch, as after a ``SIGTERM``
+    (``trainer._signal_connector.received_sigterm``; the loops then raise ``SIGTERMException``)."""
+    trainer._signal_connector.received_sigterm = True
+
+
+def skip_ddp_gradient_sync(model: Any) -> None:
+    """Stop ``DistributedDataParallel`` from all-reducing gradients in ``backward`` (the caller reduces them).
+
+    Sets ``DistributedDataParallel.require_backward_grad_sync``, the flag ``no_sync()`` toggles, for good rather
+    than for one ``with`` block (torch 2.14.1).
+    """
+    model.require_backward_grad_sync = False
