@@ -27,10 +27,10 @@ class QueryValues:
 
     Example:
         >>> table = QueryValues(["has_positive", "map"], 3, torch.device("cpu"))
-        >>> table.store({"has_positive": torch.tensor([True, False]), "map": torch.tensor([0.5, 0.0])},
-        ...             torch.tensor([2, 0]))
+        >>> table.store({"has_positive": torch.tensor([True, False, True]), "map": torch.tensor([0.5, 0.0, 1.0])},
+        ...             torch.tensor([2, 0, 1]))
         >>> table.mean("map", "has_positive").item(), table.per_query("map", "has_positive").tolist()
-        (0.5, [nan, 0.0, 0.5])
+        (0.75, [nan, 1.0, 0.5])
     """
 
     def __init__(self, keys: list[str], num_queries: int, device: torch.device | None) -> None:
