@@ -2,7 +2,7 @@
 
 from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional.blackbox import blackbox_ap_loss
-from ranklit.functional.hap import hap_loss, hap_surrogate
+from ranklit.functional.hap import HAPOptions, hap_loss, hap_surrogate
 from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.metrics import retrieval_metrics
 from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
@@ -22,6 +22,7 @@ __all__ = [
     "blackbox_ap_loss",
     "hap_loss",
     "hap_surrogate",
+    "HAPOptions",
     "cluster_loss",
     "csl_loss",
     "triplet_loss",

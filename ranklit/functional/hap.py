@@ -17,12 +17,14 @@ ties. With one label column it is the SupAP loss of ROADMAP.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from ranklit.functional.inputs import check_chunk_size
 from ranklit.functional.loss_utils import (
     check_in_range,
     check_offset,
@@ -41,27 +43,71 @@ from ranklit.functional.ranking import (
 )
 from ranklit.functional.relevance import relevance
 
-__all__ = ["hap_surrogate", "hap_loss", "check_hap_hyperparameters"]
+__all__ = ["HAPOptions", "hap_surrogate", "hap_loss"]
 
 _INTERMEDIATES = 4
+_POSITIVE = ("tau", "rho", "delta", "beta")
 
 
-def check_hap_hyperparameters(
-    *, tau: float, rho: float, delta: float, leak: float, beta: float, gamma: float, alpha: float
-) -> None:
-    """Raise ``ValueError`` unless the steps keep their bound properties (``H^- >= H >= H_lb``) and ``alpha >= 0``.
+@dataclass(frozen=True)
+class HAPOptions:
+    """The keyword options of the H-AP surrogate, validated: the one definition that :func:`hap_surrogate`,
+    :func:`hap_loss`, :class:`ranklit.losses.HAPLoss` and :class:`ranklit.losses.HAPPIERLoss` take as ``**options``
+    (the ``ranklit`` CLI lists each one under ``model.loss.init_args`` and refuses a misspelt key).
 
-    >>> check_hap_hyperparameters(tau=0.01, rho=100.0, delta=0.05, leak=10.0, beta=25.0, gamma=0.5, alpha=1.0)
-    >>> check_hap_hyperparameters(tau=0.01, rho=100.0, delta=0.05, leak=10.0, beta=25.0, gamma=2.0, alpha=1.0)
-    Traceback (most recent call last):
-    ...
-    ValueError: `gamma` must be a number in [0.0, 1.0], got 2.0.
+    The steps keep their bound properties (``H^- >= H >= H_lb``): ``tau``, ``rho``, ``delta``, ``beta`` > 0,
+    ``leak`` >= 0, ``gamma`` in ``[0, 1]``; ``alpha`` >= 0. A wrong value raises ``ValueError`` naming it, an
+    unknown keyword ``TypeError``.
+
+    Args:
+        alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
+        tau: temperature of the sigmoid of ROADMAP's upper bound ``H^-`` used in ``rank`` ([spec §2][spec-losses]).
+        rho: slope of the linear part of ``H^-`` (beyond ``delta``).
+        delta: where the linear part of ``H^-`` starts.
+        leak: slope of the lower bound ``H_lb`` (used in ``H-rank``) on negative differences.
+        beta: slope of ``H_lb`` on positive differences.
+        gamma: value of ``H_lb`` just after 0, in ``[0, 1]``.
+        with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
+            gradient-free step there, as the authors' configs do.
+        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size` for rows four
+            times wider, as this loss keeps about four times as many intermediates as SupAP).
+        offset: ``H^-`` just after ``delta`` (:func:`~ranklit.functional.ranking.supap_upper_step`; ``None``:
+            continuous, the paper; HAPPIER's released configs: 1.44, on iNaturalist 1.0).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5: the paper and the released configs; on iNaturalist 0).
+
+    Example:
+        >>> HAPOptions(with_hrank=False, offset=1.44).offset
+        1.44
+        >>> HAPOptions(gamma=2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `gamma` must be a number in [0.0, 1.0], got 2.0.
     """
-    for name, value in (("tau", tau), ("rho", rho), ("delta", delta), ("beta", beta)):
-        check_positive(name, value)
-    check_in_range("leak", leak, 0.0, math.inf)
-    check_in_range("alpha", alpha, 0.0, math.inf)
-    check_in_range("gamma", gamma, 0.0, 1.0)
+
+    alpha: float = 1.0
+    tau: float = 0.01
+    rho: float = 100.0
+    delta: float = 0.05
+    leak: float = 10.0
+    beta: float = 25.0
+    gamma: float = 0.5
+    with_hrank: bool = True
+    chunk_size: int | None = None
+    offset: float | None = None
+    start: float = 0.5
+
+    def __post_init__(self) -> None:
+        checked: dict[str, object] = {name: check_positive(name, getattr(self, name)) for name in _POSITIVE}
+        checked |= {name: check_in_range(name, getattr(self, name), 0.0, math.inf) for name in ("leak", "alpha")}
+        checked |= {
+            "gamma": check_in_range("gamma", self.gamma, 0.0, 1.0),
+            "with_hrank": bool(self.with_hrank),
+            "chunk_size": check_chunk_size(self.chunk_size),
+            "offset": check_offset(self.offset),
+            "start": check_in_range("start", self.start, 0.0, math.inf),
+        }
+        for name, value in checked.items():  # the checked values (ints become floats) in the frozen fields
+            object.__setattr__(self, name, value)
 
 
 def _hap_per_query(
@@ -71,8 +117,7 @@ def _hap_per_query(
     valid: Tensor,
     index: Tensor,
     ranked: Tensor,
-    steps: dict[str, Any],
-    with_hrank: bool,
+    options: HAPOptions,
 ) -> Tensor:
     """Surrogate H-AP of a chunk of queries; every intermediate is ``[C, P, N]``."""
     diff = selected_differences(scores, index)
@@ -82,12 +127,12 @@ def _hap_per_query(
     columns = torch.arange(scores.shape[1], device=scores.device)
     counted = valid[:, None, :] & (columns[None, None, :] != index[:, :, None])
 
-    upper = supap_upper_step(diff, steps["tau"], steps["rho"], steps["delta"], steps["offset"], steps["start"])
+    upper = supap_upper_step(diff, options.tau, options.rho, options.delta, options.offset, options.start)
     rank = 1 + (torch.where(level_j < level_k, upper, exact) * counted).sum(-1)
 
     hrank_steps = exact
-    if with_hrank:
-        lower = linear_lower_step(diff, steps["leak"], steps["beta"], steps["gamma"])
+    if options.with_hrank:
+        lower = linear_lower_step(diff, options.leak, options.beta, options.gamma)
         hrank_steps = torch.where(level_j > level_k, lower, exact)
     rel_k = rel.gather(1, index)
     weight = torch.minimum(rel_k[:, :, None], rel[:, None, :]) * counted  # rel = 0 at level 0
@@ -99,22 +144,7 @@ def _hap_per_query(
 
 
 def hap_surrogate(
-    scores: Tensor,
-    levels: Tensor,
-    num_levels: int,
-    valid: Tensor | None = None,
-    *,
-    alpha: float = 1.0,
-    tau: float = 0.01,
-    rho: float = 100.0,
-    delta: float = 0.05,
-    leak: float = 10.0,
-    beta: float = 25.0,
-    gamma: float = 0.5,
-    with_hrank: bool = True,
-    chunk_size: int | None = None,
-    offset: float | None = None,
-    start: float = 0.5,
+    scores: Tensor, levels: Tensor, num_levels: int, valid: Tensor | None = None, **options: Any
 ) -> tuple[Tensor, Tensor]:
     """Surrogate H-AP of every query (HAPPIER Eq. 5), differentiable with respect to ``scores``.
 
@@ -124,15 +154,8 @@ def hap_surrogate(
         num_levels: ``L``, the number of label columns.
         valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
             when ``None``.
-        alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
-        tau, rho, delta: parameters of ROADMAP's upper bound ``H^-`` used in ``rank`` ([spec §2][spec-losses]).
-        leak, beta, gamma: parameters of the lower bound ``H_lb`` used in ``H-rank``.
-        with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
-            gradient-free step there, as the authors' configs do.
-        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size` for rows four
-            times wider, as this loss keeps about four times as many intermediates as SupAP).
-        offset, start: the jump of ``H^-`` (:func:`~ranklit.functional.ranking.supap_upper_step`; ``None`` and 0.5:
-            the paper; HAPPIER's released configs: 1.44 and 0.5, on iNaturalist 1.0 and 0).
+        **options: the keyword options of :class:`HAPOptions` (``alpha``, ``tau``, ``rho``, ``delta``, ``leak``,
+            ``beta``, ``gamma``, ``with_hrank``, ``chunk_size``, ``offset``, ``start``; the paper's values by default).
 
     Returns:
         ``(hap, has_relevant)``, both ``[Q]``: the surrogate H-AP (0 for a query without relevant item) and whether
@@ -148,48 +171,30 @@ def hap_surrogate(
         >>> round(float(hap), 4), ok.tolist()
         (1.0, [True])
     """
-    check_hap_hyperparameters(tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, alpha=alpha)
+    opts = HAPOptions(**options)
     if not isinstance(levels, Tensor) or levels.is_floating_point() or levels.shape != getattr(scores, "shape", None):
         got = f"{levels.dtype} {tuple(levels.shape)}" if isinstance(levels, Tensor) else type(levels).__name__
         raise ValueError(f"`levels` must be an integer tensor of the scores' shape [Q, N], got {got}.")
     valid = check_score_masks(scores, levels > 0, valid)
-    rel = relevance(levels, num_levels, alpha=alpha, valid=valid).to(scores.dtype)
+    rel = relevance(levels, num_levels, alpha=opts.alpha, valid=valid).to(scores.dtype)
     index, ranked = select_columns((levels > 0) & valid)
     has_relevant = ranked.any(dim=1)
     # about four times as many [chunk, P, N] intermediates as SupAP: size the default chunks accordingly
-    size = resolve_chunk_size(chunk_size, scores.shape[0], _INTERMEDIATES * index.shape[1], scores.shape[1])
+    size = resolve_chunk_size(opts.chunk_size, scores.shape[0], _INTERMEDIATES * index.shape[1], scores.shape[1])
     if index.shape[1] == 0:
         return scores.new_zeros(scores.shape[0]), has_relevant
-    steps = {"tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma,
-             "offset": check_offset(offset), "start": check_in_range("start", start, 0.0, math.inf)}  # fmt: skip
-    chunk_fn = partial(_hap_per_query, steps=steps, with_hrank=with_hrank)
+    chunk_fn = partial(_hap_per_query, options=opts)
     hap = map_query_chunks(chunk_fn, scores, levels, rel, valid, index, ranked, chunk_size=size)
     return hap, has_relevant
 
 
-def hap_loss(
-    scores: Tensor,
-    levels: Tensor,
-    num_levels: int,
-    valid: Tensor | None = None,
-    *,
-    alpha: float = 1.0,
-    tau: float = 0.01,
-    rho: float = 100.0,
-    delta: float = 0.05,
-    leak: float = 10.0,
-    beta: float = 25.0,
-    gamma: float = 0.5,
-    with_hrank: bool = True,
-    chunk_size: int | None = None,
-    offset: float | None = None,
-    start: float = 0.5,
-) -> Tensor:
+def hap_loss(scores: Tensor, levels: Tensor, num_levels: int, valid: Tensor | None = None, **options: Any) -> Tensor:
     """H-AP surrogate loss ``mean_q (1 - H-AP^s_q)`` over the queries that have a relevant item.
 
-    Arguments as :func:`hap_surrogate`. Raises ``ValueError`` when no query has a relevant item (a batch of
-    singletons: sample it with ``ranklit.data.PKSampler``, K >= 2, or the hierarchical sampler). With ``H_lb`` the
-    surrogate H-rank can be negative, so the loss may exceed 1 on badly ranked batches.
+    Arguments as :func:`hap_surrogate` (the keyword options: :class:`HAPOptions`). Raises ``ValueError`` when no
+    query has a relevant item (a batch of singletons: sample it with ``ranklit.data.PKSampler``, K >= 2, or the
+    hierarchical sampler). With ``H_lb`` the surrogate H-rank can be negative, so the loss may exceed 1 on badly
+    ranked batches.
 
     Example:
         >>> scores = torch.tensor([[0.1, 0.9, 0.5], [0.3, 0.2, 0.8]])
@@ -197,10 +202,7 @@ def hap_loss(
         >>> round(float(hap_loss(scores, levels, num_levels=2)), 4)
         0.7001
     """
-    hap, has_relevant = hap_surrogate(
-        scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta,
-        leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start,
-    )  # fmt: skip
+    hap, has_relevant = hap_surrogate(scores, levels, num_levels, valid, **options)
     if not bool(has_relevant.any()):
         raise ValueError(
             "No query has a relevant item (level >= 1: same label at the coarsest column) in its retrieval set, so "

@@ -1,7 +1,8 @@
 """mAP of Revisited Oxford and Paris under the easy / medium / hard protocols (Radenović et al., CVPR 2018).
 
 Each query comes with three lists of gallery indices: ``easy`` and ``hard`` positives and ``junk``. The protocols
-(as defined by the revisitop evaluation) are::
+say which lists are positives and which are removed (``PROTOCOLS``, defined in :mod:`ranklit.revisited_protocols`,
+where the dataset reads them too)::
 
     easy:    positives = easy          removed = junk + hard
     medium:  positives = easy + hard   removed = junk
@@ -27,15 +28,9 @@ from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.neighbours import query_scores
 from ranklit.functional.positive_ranks import positive_ranks
 from ranklit.functional.ranking import select_columns
+from ranklit.revisited_protocols import PROTOCOLS
 
 __all__ = ["PROTOCOLS", "revisited_map"]
-
-# name: (lists of positives, lists removed from the ranking)
-PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "easy": (("easy",), ("junk", "hard")),
-    "medium": (("easy", "hard"), ("junk",)),
-    "hard": (("hard",), ("junk", "easy")),
-}
 
 
 def _index_masks(gnd: Sequence[Mapping[str, Sequence[int]]], num_refs: int, device: torch.device) -> dict[str, Tensor]:

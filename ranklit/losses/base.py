@@ -1,10 +1,14 @@
 """Shared plumbing of the ranking losses: validation, scores, exclusion mask and positives.
 
 A loss module is called as ``loss(embeddings, labels, *, ref_embeddings=None, ref_labels=None, ids=None,
-ref_ids=None)``. The base classes here validate the call (:func:`ranklit.functional.inputs.prepare_inputs`), compute
-the cosine scores ``queries @ refs.T`` in the computation dtype (float64 stays float64; float32, bfloat16 and float16
-are computed in float32), build the ``[Q, N]`` mask of the items each query ranks, and hand them to a hook:
+ref_ids=None)``, a signature that :meth:`EmbeddingLoss.forward` alone defines. The base classes here validate the call
+(:func:`ranklit.functional.inputs.prepare_inputs`), compute the cosine scores ``queries @ refs.T`` in the computation
+dtype (float64 stays float64; float32, bfloat16 and float16 are computed in float32), build the ``[Q, N]`` mask of the
+items each query ranks, and hand them to a hook:
 
+- :class:`EmbeddingLoss` -> ``embedding_loss(inputs)``: the validated
+  :class:`ranklit.functional.inputs.RetrievalInputs` only (proxy losses, which score against their own parameters,
+  with ``queries_only = True``; combinations of losses).
 - :class:`RetrievalLoss` -> ``retrieval_loss(scores, inputs, valid)``: the most general hook, with every label
   column. Hierarchical losses override it and derive the ``[Q, N]`` levels from ``inputs``
   (``levels_between(inputs.query_labels, inputs.ref_labels)``, ``inputs.num_levels``; [spec §0][spec-conventions]).
@@ -23,6 +27,7 @@ the authors' released code does (with normalised embeddings its score 1 puts it 
 from __future__ import annotations
 
 import inspect
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -48,16 +53,31 @@ class EmbeddingLoss(nn.Module):
     """Base class of every ranklit loss: ``loss(embeddings, labels, *, ref_embeddings, ref_labels, ids, ref_ids)``.
 
     It fixes the call that :class:`ranklit.models.RetrievalModule` makes (and the type the ``ranklit`` CLI accepts
-    for ``model.loss``); ranking losses derive from :class:`RetrievalLoss`, proxy losses from it directly.
+    for ``model.loss``) and owns it: :meth:`forward` validates the call with
+    :func:`ranklit.functional.inputs.prepare_inputs` (L2-normalising the embeddings unless ``normalize=False``) and
+    hands the :class:`ranklit.functional.inputs.RetrievalInputs` to :meth:`embedding_loss`, the one hook a subclass
+    implements. Ranking losses derive from :class:`RetrievalLoss`, whose hook receives the scores as well; losses
+    that only involve the queries (proxy losses) set ``queries_only = True``: the ``ref_*`` and id arguments are then
+    accepted for a uniform call and ignored.
+
+    Args:
+        normalize: L2-normalise the embeddings (and ``ref_embeddings``) first (default ``True``; ``False``: raw dot
+            products).
 
     Example:
         >>> import torch
         >>> class MeanNorm(EmbeddingLoss):
-        ...     def forward(self, embeddings, labels, **kwargs):
-        ...         return embeddings.norm(dim=1).mean()
-        >>> MeanNorm()(torch.full((2, 4), 0.5), torch.tensor([0, 1])).item()
-        1.0
+        ...     def embedding_loss(self, inputs):
+        ...         return inputs.queries.norm(dim=1).mean()
+        >>> MeanNorm(normalize=False)(torch.full((2, 4), 1.0), torch.tensor([0, 1])).item()
+        2.0
     """
+
+    queries_only: ClassVar[bool] = False
+
+    def __init__(self, *, normalize: bool = True) -> None:
+        super().__init__()
+        self.normalize = check_flag(normalize, "normalize")
 
     def forward(
         self,
@@ -69,7 +89,29 @@ class EmbeddingLoss(nn.Module):
         ids: Tensor | None = None,
         ref_ids: Tensor | None = None,
     ) -> Tensor:
-        """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``."""
+        """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``.
+
+        Args:
+            embeddings: ``[B, D]`` float query embeddings (float64 is computed in float64, narrower types in float32).
+            labels: ``[B]`` or ``[B, L]`` integer labels, column 0 the finest level.
+            ref_embeddings: ``[N, D]`` retrieval set the queries rank (DDP gather, memory bank); ``None``: the batch.
+            ref_labels: ``[N]`` or ``[N, L]`` labels of the retrieval set, with ``ref_embeddings``.
+            ids: ``[B]`` integer sample ids of the queries: an item with a query's id is removed from its ranking
+                (without ``ref_embeddings``: the batch position by default).
+            ref_ids: ``[N]`` integer sample ids of the retrieval set (with ``ref_embeddings``: ``ids`` and
+                ``ref_ids`` together, or neither: nothing removed).
+        """
+        if self.queries_only:
+            inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
+        else:
+            inputs = prepare_inputs(
+                embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
+                normalize=self.normalize,
+            )  # fmt: skip
+        return self.embedding_loss(inputs)
+
+    def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
+        """Loss from the validated ``inputs``: queries and retrieval set in the computation dtype, ``[*, L]`` labels."""
         raise NotImplementedError
 
 
@@ -98,25 +140,11 @@ class RetrievalLoss(EmbeddingLoss):
     """
 
     def __init__(self, *, normalize: bool = True, include_self: bool = False) -> None:
-        super().__init__()
-        self.normalize = check_flag(normalize, "normalize")
+        super().__init__(normalize=normalize)
         self.include_self = check_flag(include_self, "include_self")
 
-    def forward(
-        self,
-        embeddings: Tensor,
-        labels: Tensor,
-        *,
-        ref_embeddings: Tensor | None = None,
-        ref_labels: Tensor | None = None,
-        ids: Tensor | None = None,
-        ref_ids: Tensor | None = None,
-    ) -> Tensor:
-        """Scalar loss of the queries ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]``."""
-        inputs = prepare_inputs(
-            embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
-            normalize=self.normalize,
-        )  # fmt: skip
+    def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
+        """The ``[Q, N]`` scores ``queries @ refs.T`` and ranking mask, handed to :meth:`retrieval_loss`."""
         scores = inputs.queries @ inputs.refs.T
         excluded = None if self.include_self else inputs.self_pairs()
         valid = torch.ones_like(scores, dtype=torch.bool) if excluded is None else ~excluded

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import check_flag, prepare_inputs
+from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, cluster_loss
 from ranklit.losses.base import EmbeddingLoss
@@ -96,6 +96,7 @@ class ClusterLoss(EmbeddingLoss):
     """
 
     proxies: nn.Parameter | None
+    queries_only = True
 
     def __init__(
         self,
@@ -104,8 +105,7 @@ class ClusterLoss(EmbeddingLoss):
         temperature: float = 0.05,
         normalize: bool = True,
     ) -> None:
-        super().__init__()
-        self.normalize = check_flag(normalize, "normalize")
+        super().__init__(normalize=normalize)
         self.num_classes = num_classes
         self.temperature = check_positive("temperature", temperature)
         self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
@@ -116,18 +116,8 @@ class ClusterLoss(EmbeddingLoss):
             self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
             self.num_classes = num_classes
 
-    def forward(
-        self,
-        embeddings: Tensor,
-        labels: Tensor,
-        *,
-        ref_embeddings: Tensor | None = None,
-        ref_labels: Tensor | None = None,
-        ids: Tensor | None = None,
-        ref_ids: Tensor | None = None,
-    ) -> Tensor:
-        """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B]`` or ``[B, L]`` (``ref_*`` ignored)."""
-        inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
+    def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
+        """:meth:`proxy_loss` of the queries (the retrieval set is not used)."""
         return self.proxy_loss(inputs.queries, inputs.query_labels)
 
     def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from ranklit.functional.inputs import check_flag, check_hierarchy, prepare_inputs
+from ranklit.functional.inputs import RetrievalInputs, check_hierarchy
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, csl_loss
 from ranklit.losses.base import EmbeddingLoss
@@ -52,6 +52,7 @@ class CSLLoss(EmbeddingLoss):
 
     class_labels: Tensor | None
     proxies: nn.Parameter | None
+    queries_only = True
 
     def __init__(
         self,
@@ -61,8 +62,7 @@ class CSLLoss(EmbeddingLoss):
         scale: float = 32.0,
         normalize: bool = True,
     ) -> None:
-        super().__init__()
-        self.normalize = check_flag(normalize, "normalize")
+        super().__init__(normalize=normalize)
         if len(margins) == 0:
             raise ValueError("`margins` must hold one margin per label column, got an empty sequence.")
         self.margins = tuple(float(m) for m in margins)
@@ -110,18 +110,8 @@ class CSLLoss(EmbeddingLoss):
             )
         self.class_labels[labels[:, 0]] = labels
 
-    def forward(
-        self,
-        embeddings: Tensor,
-        labels: Tensor,
-        *,
-        ref_embeddings: Tensor | None = None,
-        ref_labels: Tensor | None = None,
-        ids: Tensor | None = None,
-        ref_ids: Tensor | None = None,
-    ) -> Tensor:
-        """Scalar loss of ``embeddings`` ``[B, D]`` with ``labels`` ``[B, L]`` (``ref_*`` ignored)."""
-        inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
+    def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
+        """Loss of the queries with ``[B, L]`` labels (the retrieval set is not used); learns their hierarchy."""
         proxies = require_proxies(self.proxies, "CSLLoss")
         check_proxy_dimension(inputs.queries, proxies)
         self.register_hierarchy(inputs.query_labels)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import math
+from dataclasses import asdict, fields
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ranklit.functional.hap import check_hap_hyperparameters, hap_loss
+from ranklit.functional.hap import HAPOptions, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
-from ranklit.functional.loss_utils import check_chunk_size, check_in_range, check_offset
+from ranklit.functional.loss_utils import check_in_range
 from ranklit.losses.base import RetrievalLoss
 from ranklit.losses.cluster import ClusterLoss
 
@@ -31,15 +31,15 @@ class HAPLoss(RetrievalLoss):
     (never ``B x B x B``).
 
     Args:
-        alpha: relevance exponent (1: HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist).
-        tau, rho, delta: ``H^-`` parameters (0.01, 100, 0.05).
-        leak, beta, gamma: ``H_lb`` parameters (10, 25, 0.5).
-        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default). ``False``: the authors' configs, where
-            items of higher level get the exact step and no gradient.
-        chunk_size: queries per chunk; ``None`` picks it from a memory budget.
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking (authors' code; default ``False``, the paper).
-        offset, start: the jump of ``H^-`` after ``delta`` and on ``(0, delta]`` (``None`` and 0.5: the paper).
+        **options: the surrogate's keyword options, defined and validated by :class:`ranklit.functional.HAPOptions`:
+            ``alpha`` (relevance exponent: 1, HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist); ``tau``,
+            ``rho``, ``delta`` (``H^-``: 0.01, 100, 0.05); ``leak``, ``beta``, ``gamma`` (``H_lb``: 10, 25, 0.5);
+            ``with_hrank`` (bound ``H-rank`` with ``H_lb`` as in the paper, the default; ``False``: the authors'
+            configs, where items of higher level get the exact step and no gradient); ``chunk_size`` (queries per
+            chunk; ``None`` picks it from a memory budget); ``offset``, ``start`` (the jump of ``H^-`` after
+            ``delta`` and on ``(0, delta]``; ``None`` and 0.5: the paper).
 
     **Reproducing the authors' released code** ([spec §6][spec-released-code]; ``elias-ramzi/HAPPIER``, configs
     ``HAPPIER*.yaml``): ``HAPLoss(include_self=True, with_hrank=False, offset=1.44)``, and on iNaturalist
@@ -54,45 +54,21 @@ class HAPLoss(RetrievalLoss):
         1.0726
     """
 
-    def __init__(
-        self,
-        alpha: float = 1.0,
-        tau: float = 0.01,
-        rho: float = 100.0,
-        delta: float = 0.05,
-        leak: float = 10.0,
-        beta: float = 25.0,
-        gamma: float = 0.5,
-        with_hrank: bool = True,
-        chunk_size: int | None = None,
-        normalize: bool = True,
-        include_self: bool = False,
-        offset: float | None = None,
-        start: float = 0.5,
-    ) -> None:
+    def __init__(self, *, normalize: bool = True, include_self: bool = False, **options: Any) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        check_hap_hyperparameters(tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, alpha=alpha)
-        self.surrogate_params: dict[str, Any] = {
-            "alpha": alpha, "tau": tau, "rho": rho, "delta": delta, "leak": leak, "beta": beta, "gamma": gamma,
-            "offset": check_offset(offset), "start": check_in_range("start", start, 0.0, math.inf),
-        }  # fmt: skip
-        self.with_hrank = bool(with_hrank)
-        self.chunk_size = check_chunk_size(chunk_size)
+        self.options = HAPOptions(**options)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         check_hierarchy(torch.cat([inputs.query_labels, inputs.ref_labels]))
         levels = levels_between(inputs.query_labels, inputs.ref_labels)
-        return hap_loss(
-            scores, levels, inputs.num_levels, valid, with_hrank=self.with_hrank, chunk_size=self.chunk_size,
-            **self.surrogate_params,
-        )  # fmt: skip
+        return hap_loss(scores, levels, inputs.num_levels, valid, **asdict(self.options))
 
     def extra_repr(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.surrogate_params.items())
-        return f"{params}, with_hrank={self.with_hrank}, normalize={self.normalize}, include_self={self.include_self}"
+        options = ", ".join(f"{field.name}={getattr(self.options, field.name)}" for field in fields(self.options))
+        return f"{options}, normalize={self.normalize}, include_self={self.include_self}"
 
 
-class HAPPIERLoss(RetrievalLoss):
+class HAPPIERLoss(HAPLoss):
     """HAPPIER (Ramzi et al., ECCV 2022): ``(1 - lam) L_H-AP + lam L_clust`` with ``lam = 0.1``.
 
     The H-AP term is :class:`HAPLoss` on the retrieval set (batch, or ``ref_*`` when given); the clustering term is
@@ -107,10 +83,10 @@ class HAPPIERLoss(RetrievalLoss):
         embedding_dim: embedding dimension; ``None``: likewise.
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
-        alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size, offset, start: :class:`HAPLoss` arguments
-            (the released configs: ``with_hrank=False, offset=1.44``; iNaturalist ``offset=1.0, start=0.0``).
-        normalize: L2-normalise the embeddings first (default ``True``).
-        include_self: keep the query in the H-AP term's ranking (default ``False``).
+        **options: :class:`HAPLoss` arguments: ``normalize`` (default ``True``), ``include_self`` (keep the query in
+            the H-AP term's ranking; default ``False``) and the H-AP options of
+            :class:`ranklit.functional.HAPOptions` (the released configs: ``with_hrank=False, offset=1.44``;
+            iNaturalist ``offset=1.0, start=0.0``).
 
     Example:
         >>> import torch
@@ -127,29 +103,15 @@ class HAPPIERLoss(RetrievalLoss):
         embedding_dim: int | None = None,
         lam: float = 0.1,
         temperature: float = 0.05,
-        alpha: float = 1.0,
-        tau: float = 0.01,
-        rho: float = 100.0,
-        delta: float = 0.05,
-        leak: float = 10.0,
-        beta: float = 25.0,
-        gamma: float = 0.5,
-        with_hrank: bool = True,
-        chunk_size: int | None = None,
-        normalize: bool = True,
-        include_self: bool = False,
-        offset: float | None = None,
-        start: float = 0.5,
+        **options: Any,
     ) -> None:
-        super().__init__(normalize=normalize, include_self=include_self)
+        super().__init__(**options)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
-        self.hap = HAPLoss(alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma,
-                           with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start)  # fmt: skip
         self.cluster = ClusterLoss(num_classes, embedding_dim, temperature=temperature)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
-        hap = self.hap.retrieval_loss(scores, inputs, valid)
+        hap = super().retrieval_loss(scores, inputs, valid)
         return (1.0 - self.lam) * hap + self.lam * self.cluster.proxy_loss(inputs.queries, inputs.query_labels)
 
     def extra_repr(self) -> str:
-        return f"lam={self.lam}"
+        return f"lam={self.lam}, {super().extra_repr()}"

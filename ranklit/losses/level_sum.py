@@ -6,15 +6,10 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from ranklit.functional.inputs import RetrievalInputs
 from ranklit.losses.base import EmbeddingLoss
 
 __all__ = ["LevelSumLoss"]
-
-
-def _column(labels: Tensor | None, h: int) -> Tensor | None:
-    if labels is None:
-        return None
-    return labels if labels.ndim == 1 else labels[:, h]
 
 
 class LevelSumLoss(EmbeddingLoss):
@@ -22,9 +17,9 @@ class LevelSumLoss(EmbeddingLoss):
 
     This is the "Σ" family of HAPPIER's tables (e.g. Σ TL_SH, Σ NSM, Σ ROADMAP). Pass one loss to apply it at every
     level (parameter-free losses), or one loss per label column, finest first (needed for proxy losses, whose
-    ``num_classes`` differs per level). The ``ref_*`` and id arguments are forwarded to each loss with the matching
-    label column. Each loss normalises the embeddings itself (their ``normalize`` option). Cost: the sum of the losses'
-    costs.
+    ``num_classes`` differs per level). Each loss gets the validated call with the matching label column (an in-batch
+    call as the batch itself with ids = positions, the same ranking problem) and normalises the embeddings itself
+    (its ``normalize`` option). Cost: the sum of the losses' costs.
 
     Args:
         losses: a binary loss module, or a sequence of them, one per label column.
@@ -42,7 +37,7 @@ class LevelSumLoss(EmbeddingLoss):
     """
 
     def __init__(self, losses: nn.Module | Sequence[nn.Module]) -> None:
-        super().__init__()
+        super().__init__(normalize=False)  # each loss normalises the embeddings itself
         if isinstance(losses, nn.Module) and not isinstance(losses, nn.ModuleList):
             losses = [losses]
         losses = list(losses)
@@ -50,32 +45,18 @@ class LevelSumLoss(EmbeddingLoss):
             raise TypeError("`losses` must be an nn.Module or a non-empty sequence of nn.Module (one per level).")
         self.losses = nn.ModuleList(losses)
 
-    def forward(
-        self,
-        embeddings: Tensor,
-        labels: Tensor,
-        *,
-        ref_embeddings: Tensor | None = None,
-        ref_labels: Tensor | None = None,
-        ids: Tensor | None = None,
-        ref_ids: Tensor | None = None,
-    ) -> Tensor:
-        """Sum over the label columns of ``labels`` ``[B]`` or ``[B, L]`` of the binary loss at that column."""
-        if labels.ndim not in (1, 2):
+    def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
+        """Sum over the label columns of the loss of each column, called with the same retrieval set and ids."""
+        if len(self.losses) not in (1, inputs.num_levels):
             raise ValueError(
-                f"`labels` must have shape [N] or [N, L] (column 0 = finest level), got {tuple(labels.shape)}."
+                f"LevelSumLoss holds {len(self.losses)} losses but the labels have {inputs.num_levels} columns: pass "
+                "one loss for every level, or a single loss to apply at each level."
             )
-        num_levels = 1 if labels.ndim == 1 else labels.shape[1]
-        if len(self.losses) not in (1, num_levels):
-            raise ValueError(
-                f"LevelSumLoss holds {len(self.losses)} losses but the labels have {num_levels} columns: pass one "
-                "loss for every level, or a single loss to apply at each level."
-            )
-        total = embeddings.new_zeros(())
-        for h in range(num_levels):
+        total = inputs.queries.new_zeros(())
+        for h in range(inputs.num_levels):
             loss = self.losses[h if len(self.losses) > 1 else 0]
             total = total + loss(
-                embeddings, _column(labels, h), ref_embeddings=ref_embeddings, ref_labels=_column(ref_labels, h),
-                ids=ids, ref_ids=ref_ids,
+                inputs.queries, inputs.query_labels[:, h], ref_embeddings=inputs.refs,
+                ref_labels=inputs.ref_labels[:, h], ids=inputs.query_ids, ref_ids=inputs.ref_ids,
             )  # fmt: skip
         return total

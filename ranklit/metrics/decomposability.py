@@ -15,6 +15,7 @@ all shrink it. AP uses the finest label (column 0) and the exact ranks of [spec 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,20 +24,10 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ranklit.functional import sample_ids
 from ranklit.functional.metrics import retrieval_metrics
 
-__all__ = ["decomposability_gap", "DecomposabilityGap", "latest_per_id"]
-
-
-def latest_per_id(ids: Tensor) -> Tensor:
-    """Positions of the last occurrence of every distinct id, in increasing id order.
-
-    >>> latest_per_id(torch.tensor([7, 3, 7, 5, 3])).tolist()
-    [4, 3, 2]
-    """
-    unique, inverse = torch.unique(ids, return_inverse=True)
-    positions = torch.arange(ids.shape[0], device=ids.device)
-    return torch.full_like(unique, -1).scatter_reduce(0, inverse, positions, reduce="amax")
+__all__ = ["decomposability_gap", "DecomposabilityGap"]
 
 
 def _finest(labels: Tensor) -> Tensor:
@@ -66,7 +57,7 @@ def _batch_ap_sum(
 
 def _global_map(embeddings: Tensor, labels: Tensor, ids: Tensor) -> float:
     """mAP of the samples ranked against each other, keeping the last embedding stored for each id."""
-    last = latest_per_id(ids)
+    last = sample_ids.latest_per_id(ids)
     return float(retrieval_metrics(embeddings[last], _finest(labels[last]), ids=ids[last], recall_at=(1,))["map"])
 
 
@@ -178,3 +169,16 @@ class DecomposabilityGap(Metric):
         embeddings = dim_zero_cat(self.embeddings)
         global_map = _global_map(embeddings, dim_zero_cat(self.labels), dim_zero_cat(self.ids))
         return _result(float(self.ap_sum), int(self.num_queries), global_map)
+
+
+def __getattr__(name: str) -> Any:
+    """``latest_per_id``, moved to :mod:`ranklit.functional.sample_ids`: the old path works, with a warning."""
+    if name == "latest_per_id":
+        warnings.warn(
+            "`ranklit.metrics.decomposability.latest_per_id` moved to `ranklit.functional.sample_ids.latest_per_id`; "
+            "the old path will be removed in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return sample_ids.latest_per_id
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ranklit.functional.inputs import compute_dtype
-from ranklit.metrics.decomposability import latest_per_id
+from ranklit.functional.sample_ids import latest_per_id
 
 __all__ = ["CrossBatchMemory"]
 

@@ -13,15 +13,9 @@ from torch import Tensor
 
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
 from ranklit.data.datasets.ground_truth import load_ground_truth
+from ranklit.revisited_protocols import PROTOCOLS
 
 __all__ = ["RevisitedLandmarks"]
-
-# protocol -> (lists counted as positives, lists removed from the ranking as junk)
-PROTOCOLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "easy": (("easy",), ("junk", "hard")),
-    "medium": (("easy", "hard"), ("junk",)),
-    "hard": (("hard",), ("junk", "easy")),
-}
 
 
 class RevisitedLandmarks(ImageRetrievalDataset):
