@@ -52,7 +52,9 @@ def test_fit_help_is_short_and_quiet() -> None:
     assert result.returncode == 0, result.stderr
     assert "--config" in result.stdout and "--data.batch_sampler" in result.stdout
     assert "ranklit.data.ClassFolderDataset" in result.stdout  # every dataset is listed for the dataset options
-    assert len(result.stdout.splitlines()) < 800
+    # 777 lines when the bound was set (issue 12), 825 with this wave's options (checkpoint schedule, new rates on
+    # resume, bad images, landmark evaluation, evaluation scales); most of the rest are Lightning's trainer options.
+    assert len(result.stdout.splitlines()) < 850
     assert "Warning" not in result.stderr, result.stderr
 
 
@@ -146,7 +148,7 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
         noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
         assert not noise, (result["args"][0], noise)
     assert f"Resuming {run.relative_to(tmp_path)}" in runs[1]["stderr"]
-    assert (tmp_path / "predictions.pt").is_file()
+    assert any((tmp_path / "predictions").glob("*.json"))  # the descriptor shards' manifest, written last
 
 
 def test_each_run_writes_its_config_into_its_own_directory(tmp_path: Path, monkeypatch) -> None:
