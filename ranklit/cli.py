@@ -76,6 +76,8 @@ class RanklitCLI(CheckpointSettingsCLI):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("auto_configure_optimizers", False)
+        # ranklit's batch samplers split the batches between DDP ranks themselves (Lightning's would re-split them)
+        kwargs.setdefault("trainer_defaults", {"use_distributed_sampler": False})
         kwargs.setdefault("parser_class", ShortUsageParser)
         super().__init__(*args, **kwargs)
 

@@ -58,7 +58,7 @@ class RetrievalDataModule(L.LightningDataModule):
     **Training** batches come from ``batch_sampler(train_dataset.labels)``: :class:`ranklit.data.PKSampler` (P
     classes × K images), :class:`ranklit.data.HierarchicalSampler` (FastAP's "hard" batches) or
     :class:`ranklit.data.CategorySampler`. These are rank-aware, so the trainer runs with
-    ``use_distributed_sampler: false`` (the configs set it).
+    ``use_distributed_sampler: false`` (the ``ranklit`` command's default; set it in a ``Trainer`` of your own).
     **Evaluation** loaders are sequential and never drop a sample; under DDP each rank embeds its share of the set.
     With a ``gallery_dataset``, evaluation is query/gallery: the validation/test dataset holds the queries
     (dataloader 0) and the gallery the retrieval set (dataloader 1); ``predict`` embeds the test set and the gallery.

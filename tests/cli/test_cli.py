@@ -167,6 +167,7 @@ def test_print_config_round_trip(config: Path, tmp_path: Path, capsys: pytest.Ca
     saved.write_text(yaml.safe_dump(first))
     second = _print_config(["fit", "--config", str(saved)], capsys)
     assert first == second
+    assert first["trainer"]["use_distributed_sampler"] is False  # the CLI's default: ranklit's samplers split batches
 
 
 def test_bare_config_name_is_found_in_configs_dir(capsys: pytest.CaptureFixture[str], monkeypatch, tmp_path) -> None:
