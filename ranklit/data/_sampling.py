@@ -14,6 +14,8 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import Sampler
 
+from ranklit.checks import positive_int
+
 __all__ = [
     "EpochBatchSampler",
     "SeededIndex",
@@ -65,12 +67,6 @@ def option(name: str) -> str:
     '`p` (CLI: `--data.batch_sampler.init_args.p`)'
     """
     return f"`{name}` (CLI: `--data.batch_sampler.init_args.{name}`)"
-
-
-def positive_int(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return value
 
 
 def epoch_length(value: int | str, named: dict[str, float]) -> float:

@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from ranklit.checks import positive_int
 from ranklit.data._sampling import (
     EpochBatchSampler,
     batches_per_rank,
@@ -34,7 +35,6 @@ from ranklit.data._sampling import (
     group_by_super_class,
     label_matrix,
     option,
-    positive_int,
 )
 
 __all__ = ["EpochLength", "PKSampler", "HierarchicalSampler", "SmallClasses"]

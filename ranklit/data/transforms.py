@@ -15,6 +15,8 @@ import torch
 from torch import nn
 from torchvision.transforms import InterpolationMode, v2
 
+from ranklit.checks import positive_int
+
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
@@ -29,9 +31,7 @@ IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
 
 def _size(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer number of pixels, got {value!r}.")
-    return value
+    return positive_int(value, name, " number of pixels")
 
 
 def _interpolation(name: str) -> InterpolationMode:

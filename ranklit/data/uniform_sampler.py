@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.data._sampling import EpochBatchSampler, batches_per_rank, label_matrix, positive_int
+from ranklit.checks import positive_int
+from ranklit.data._sampling import EpochBatchSampler, batches_per_rank, label_matrix
 
 __all__ = ["UniformBatchSampler"]
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.checks import positive_int
 from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
 from ranklit.functional.neighbours import top_k
 from ranklit.functional.whitening import Whitening, learn_whitening
@@ -47,8 +48,7 @@ __all__ = [
 def _check_alpha_k(alpha: float, k: int) -> None:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
         raise ValueError(f"`alpha` must be a number >= 0 (the paper uses 2), got {alpha!r}.")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be a positive integer number of neighbours (the paper uses 10), got {k!r}.")
+    positive_int(k, "k", " number of neighbours (the paper uses 10)")
 
 
 def alpha_query_expansion(

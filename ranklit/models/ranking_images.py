@@ -12,15 +12,11 @@ from matplotlib.figure import Figure
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit.checks import positive_int
 from ranklit.viz import dataset_images, figure_to_array, ranking_grid, retrieve
 
 __all__ = ["RankingGridLogger"]
 
-
-def _positive_int(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return value
 
 
 class RankingGridLogger(Callback):
@@ -54,9 +50,9 @@ class RankingGridLogger(Callback):
     def __init__(
         self, num_queries: int = 8, top_k: int = 5, every_n_epochs: int = 1, key: str = "val/rankings"
     ) -> None:
-        self.num_queries = _positive_int(num_queries, "num_queries")
-        self.top_k = _positive_int(top_k, "top_k")
-        self.every_n_epochs = _positive_int(every_n_epochs, "every_n_epochs")
+        self.num_queries = positive_int(num_queries, "num_queries")
+        self.top_k = positive_int(top_k, "top_k")
+        self.every_n_epochs = positive_int(every_n_epochs, "every_n_epochs")
         self.key = key
         self._store: dict[int, list[tuple[Tensor, Tensor, Tensor]]] = {}
         self._active = False

@@ -40,6 +40,8 @@ from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
+from ranklit.checks import positive_int
+
 __all__ = ["AtomicCheckpointIO", "RunCheckpoint", "flush_loggers", "rotated_name", "use_atomic_writes"]
 
 _TEMPORARY = ".tmp-"  # infix of the temporary files: `.last.ckpt.tmp-<pid>`
@@ -112,8 +114,8 @@ class RunCheckpoint(Checkpoint):
         keep_latest: int = 2,
     ) -> None:
         for name, value in (("every_n_steps", every_n_steps), ("keep_latest", keep_latest)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"`checkpoint.{name}` must be a positive integer, got {value!r}.")
+            if value is not None:
+                positive_int(value, f"checkpoint.{name}")
         if every_minutes is not None and not every_minutes > 0:
             raise ValueError(f"`checkpoint.every_minutes` must be a positive number of minutes, got {every_minutes!r}.")
         self.dirpath = Path(dirpath)

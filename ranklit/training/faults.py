@@ -39,6 +39,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit.checks import positive_int
 from ranklit.compat.lightning import batch_progress
 from ranklit.training.checkpoints import flush_loggers, use_atomic_writes
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
@@ -77,8 +78,7 @@ class FaultTolerance(OnExceptionCheckpoint):
         check_every_n_steps: int = 1,
     ) -> None:
         super().__init__(dirpath, filename)
-        if isinstance(check_every_n_steps, bool) or not isinstance(check_every_n_steps, int) or check_every_n_steps < 1:
-            raise ValueError(f"`check_every_n_steps` must be a positive integer, got {check_every_n_steps!r}.")
+        positive_int(check_every_n_steps, "check_every_n_steps")
         self.check_every_n_steps = check_every_n_steps
         self._first_step: int | None = None  # the global step this `fit` started training from
 

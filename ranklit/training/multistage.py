@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from ranklit.checks import positive_int
+
 __all__ = ["MultistageBackprop", "multistage_backward"]
 
 
@@ -67,10 +69,7 @@ def _batchnorm_statistics_kept(net: nn.Module) -> Iterator[None]:
 
 
 def _check_chunk_size(chunk_size: int) -> None:
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(
-            f"`chunk_size` must be a positive integer (images per forward pass with activations), got {chunk_size!r}."
-        )
+    positive_int(chunk_size, "chunk_size", " (images per forward pass with activations)")
 
 
 def multistage_backward(

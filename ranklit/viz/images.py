@@ -10,6 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from torch import Tensor
 
+from ranklit.checks import positive_int
+
 __all__ = ["to_display", "figure_to_array", "image_grid"]
 
 
@@ -78,8 +80,7 @@ def image_grid(
     shown = to_display(images, mean, std)
     if titles is not None and len(titles) != len(shown):
         raise ValueError(f"`titles` needs one title per image ({len(shown)}), got {len(titles)}.")
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"`ncols` must be a positive integer, got {ncols!r}.")
+    positive_int(ncols, "ncols")
     ncols = min(ncols, len(shown))
     nrows = -(-len(shown) // ncols)
     fig = Figure(figsize=(cell_inches * ncols, (cell_inches + 0.25) * nrows), layout="constrained")

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ranklit.checks import positive_int
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
 from ranklit.data.datasets.validation import Problems, check_samples, examples
 
@@ -74,8 +75,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
         split_seed: int = 0,
     ) -> None:
         super().__init__(root, split, transform)
-        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
-            raise ValueError(f"ClassFolderDataset: `levels` must be a positive integer, got {levels!r}.")
+        positive_int(levels, "levels", " (label levels of ClassFolderDataset)")
         self.levels = levels
         if train_fraction is not None:
             self._split_classes(split, train_fraction, split_seed)
