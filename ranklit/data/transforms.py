@@ -9,15 +9,17 @@ from a timm model's data configuration instead.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torchvision.transforms import InterpolationMode, v2
 
 from ranklit.checks import positive_int
 
 __all__ = [
+    "full_size_transform",
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "train_transform",
@@ -117,6 +119,38 @@ def test_transform(
 
 
 test_transform.__test__ = False  # type: ignore[attr-defined]  # a transform, not a pytest test
+
+
+class _LimitLongerSide(nn.Module):
+    """Downscale (bilinear, antialiased) so the longer side is at most ``max_size``; smaller images are kept."""
+
+    def __init__(self, max_size: int) -> None:
+        super().__init__()
+        self.max_size = max_size
+
+    def forward(self, image: Tensor) -> Tensor:
+        height, width = image.shape[-2:]
+        scale = self.max_size / max(height, width)
+        if scale >= 1:
+            return image
+        size = [max(1, round(height * scale)), max(1, round(width * scale))]
+        return v2.functional.resize(image, size, antialias=True)
+
+
+def full_size_transform(
+    max_size: int | None = 1024, *, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
+) -> v2.Compose:
+    """The test images as they are (aspect ratio kept, no crop), downscaled to a longer side of ``max_size`` at most.
+
+    Example:
+        >>> from PIL import Image
+        >>> full_size_transform(32)(Image.new("RGB", (64, 40))).shape
+        torch.Size([3, 20, 32])
+        >>> full_size_transform(None)(Image.new("RGB", (64, 40))).shape
+        torch.Size([3, 40, 64])
+    """
+    resize = [] if max_size is None else [_LimitLongerSide(_size(max_size, "max_size"))]
+    return v2.Compose([v2.ToImage(), *resize, *_to_normalised_tensor(tuple(mean), tuple(std))])
 
 
 def timm_data_config(model: str | nn.Module) -> dict[str, Any]:

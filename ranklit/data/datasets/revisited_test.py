@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
-from torchvision.transforms import v2
 
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.datasets.revisited import RevisitedLandmarks
-from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from ranklit.data.transforms import full_size_transform
 
-__all__ = ["RevisitedBenchmark", "RevisitedTestSet", "full_size_transform"]
+__all__ = ["RevisitedBenchmark", "RevisitedTestSet"]
 
 
 @dataclass(frozen=True)
@@ -36,48 +34,6 @@ class RevisitedBenchmark:
     queries: range
     gallery: range
     gnd: list[dict[str, list[int]]]
-
-
-class _LimitLongerSide(nn.Module):
-    """Downscale (bilinear, antialiased) so the longer side is at most ``max_size``; smaller images are kept."""
-
-    def __init__(self, max_size: int) -> None:
-        super().__init__()
-        self.max_size = max_size
-
-    def forward(self, image: Tensor) -> Tensor:
-        height, width = image.shape[-2:]
-        scale = self.max_size / max(height, width)
-        if scale >= 1:
-            return image
-        size = [max(1, round(height * scale)), max(1, round(width * scale))]
-        return v2.functional.resize(image, size, antialias=True)
-
-
-def full_size_transform(
-    max_size: int | None = 1024, *, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
-) -> v2.Compose:
-    """The test images as they are (aspect ratio kept, no crop), downscaled to a longer side of ``max_size`` at most.
-
-    Example:
-        >>> from PIL import Image
-        >>> full_size_transform(32)(Image.new("RGB", (64, 40))).shape
-        torch.Size([3, 20, 32])
-        >>> full_size_transform(None)(Image.new("RGB", (64, 40))).shape
-        torch.Size([3, 40, 64])
-    """
-    if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1):
-        raise ValueError(f"`max_size` must be a positive number of pixels or None (full size), got {max_size!r}.")
-    resize = [] if max_size is None else [_LimitLongerSide(max_size)]
-    return v2.Compose(
-        [
-            v2.ToImage(),
-            *resize,
-            v2.ToDtype(torch.float32, scale=True),
-            v2.Normalize(mean=list(mean), std=list(std)),
-            v2.ToPureTensor(),
-        ]
-    )
 
 
 class RevisitedTestSet(RetrievalDataset):
@@ -95,8 +51,8 @@ class RevisitedTestSet(RetrievalDataset):
     Args:
         root: the folder holding one sub-folder per benchmark.
         names: the benchmarks, among ``roxford5k`` and ``rparis6k``.
-        transform: applied to every image (default :func:`full_size_transform` of ``max_size``; the datamodule's
-            resize-and-crop evaluation transform is not used).
+        transform: applied to every image (default :func:`ranklit.data.transforms.full_size_transform` of
+            ``max_size``; the datamodule's resize-and-crop evaluation transform is not used).
         max_size: longer side of the test images (downscaled when larger, never upscaled); ``None``: as stored.
         whitening_dataset: images embedded with the test set to learn a whitening from
             (:class:`ranklit.functional.postprocess.LearntWhitening` without ``descriptors``), e.g. a
