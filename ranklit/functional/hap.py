@@ -54,7 +54,7 @@ class HAPOptions(SupAPOptions):
     (the ``ranklit`` CLI lists each one under ``model.loss.init_args`` and refuses a misspelt key).
 
     The rank uses SupAP's upper bound ``H^-``, so its options (``tau``, ``rho``, ``delta``, ``chunk_size``,
-    ``offset``, ``start``) are those of :class:`~ranklit.functional.smooth_rank.SupAPOptions`, with the same defaults
+    ``offset``, ``start``) are those of :class:`ranklit.functional.SupAPOptions`, with the same defaults
     and checks. The steps keep their bound properties (``H^- >= H >= H_lb``): ``beta`` > 0, ``leak`` >= 0, ``gamma``
     in ``[0, 1]``; ``alpha`` >= 0. A wrong value raises ``ValueError`` naming it, an unknown keyword ``TypeError``.
 
