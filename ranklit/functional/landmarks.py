@@ -95,8 +95,9 @@ def _precision_at_last(t: TiedPositives, k: int) -> Tensor:
 
     Under ``"average"``, with ``a``, ``n``, ``p``, ``a+`` those of the last positive's tie group and ``m`` the
     position of its last positive (``P(m) = C(m - 1, p - 1) / C(n, p)``, ``p <= m <= n``): ``R / (a + m)`` when
-    ``a + m <= k``; otherwise ``P@k``, whose expected count of positives is ``sum_k min(1, max(0, k - a_k) / n_k)``
-    over the positives when ``k <= a``, and ``a+ + (p - 1)(k - a)/(m - 1)`` when the cut falls inside the group.
+    ``a + m <= k``; otherwise ``P@k``, whose expected count of positives is ``sum_j min(1, max(0, k - a_j) / n_j)``
+    over the positives ``j`` (their groups' ``a`` and ``n``) when ``k <= a``, and ``a+ + (p - 1)(k - a)/(m - 1)``
+    when the cut falls inside the last group.
     """
     r = t.num_positives
     last = (r.long() - 1).clamp(min=0)[:, None]
