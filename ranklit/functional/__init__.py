@@ -7,7 +7,7 @@ from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.metrics import retrieval_metrics
 from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional.proxies import cluster_loss, csl_loss
-from ranklit.functional.smooth_rank import smooth_ap_loss, supap_loss
+from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional.triplet import triplet_loss
 from ranklit.functional.whitening import learn_whitening
 
@@ -15,6 +15,7 @@ __all__ = [
     # losses
     "smooth_ap_loss",
     "supap_loss",
+    "SupAPOptions",
     "calibration_loss",
     "contrastive_loss",
     "fastap_loss",

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ranklit.functional.ties import TiedPositives
 
-__all__ = ["BinaryMetric", "BINARY_METRICS", "binary_keys", "binary_query_metrics"]
+__all__ = ["BinaryMetric", "BINARY_METRICS", "binary_keys", "binary_query_metrics", "expected_precisions"]
 
 
 def _harmonic(above: Tensor, stop: Tensor) -> Tensor:
@@ -30,7 +30,7 @@ def _harmonic(above: Tensor, stop: Tensor) -> Tensor:
     return torch.where(stop <= 1.0, stop / (above + 1.0), long)
 
 
-def _expected_precisions(t: TiedPositives, stop: Tensor) -> Tensor:
+def expected_precisions(t: TiedPositives, stop: Tensor) -> Tensor:
     """Per positive, ``1/p`` of the expected sum of ``rank+/rank`` over its group's positions ``1..stop``."""
     assert t.above is not None and t.size is not None
     a, n = t.above, t.size
@@ -49,7 +49,7 @@ def average_precision(t: TiedPositives) -> Tensor:
     """``AP = (1/R) sum_k rank+(k) / rank(k)``."""
     if t.rank is None:
         assert t.size is not None
-        return _per_query(t, _expected_precisions(t, t.size))
+        return _per_query(t, expected_precisions(t, t.size))
     assert t.rank_pos is not None
     return _per_query(t, t.rank_pos / t.rank)
 
@@ -59,7 +59,7 @@ def map_at_r(t: TiedPositives) -> Tensor:
     r = t.num_positives[:, None]
     if t.rank is None:
         assert t.above is not None
-        return _per_query(t, _expected_precisions(t, r - t.above))
+        return _per_query(t, expected_precisions(t, r - t.above))
     assert t.rank_pos is not None
     return _per_query(t, torch.where(t.rank <= r, t.rank_pos / t.rank, 0.0))
 

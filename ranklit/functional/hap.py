@@ -24,10 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_chunk_size
 from ranklit.functional.loss_utils import (
     check_in_range,
-    check_offset,
     check_positive,
     check_score_masks,
     query_mean,
@@ -42,38 +40,34 @@ from ranklit.functional.ranking import (
     supap_upper_step,
 )
 from ranklit.functional.relevance import relevance
+from ranklit.functional.smooth_rank import SupAPOptions
 
 __all__ = ["HAPOptions", "hap_surrogate", "hap_loss"]
 
 _INTERMEDIATES = 4
-_POSITIVE = ("tau", "rho", "delta", "beta")
 
 
 @dataclass(frozen=True)
-class HAPOptions:
+class HAPOptions(SupAPOptions):
     """The keyword options of the H-AP surrogate, validated: the one definition that :func:`hap_surrogate`,
     :func:`hap_loss`, :class:`ranklit.losses.HAPLoss` and :class:`ranklit.losses.HAPPIERLoss` take as ``**options``
     (the ``ranklit`` CLI lists each one under ``model.loss.init_args`` and refuses a misspelt key).
 
-    The steps keep their bound properties (``H^- >= H >= H_lb``): ``tau``, ``rho``, ``delta``, ``beta`` > 0,
-    ``leak`` >= 0, ``gamma`` in ``[0, 1]``; ``alpha`` >= 0. A wrong value raises ``ValueError`` naming it, an
-    unknown keyword ``TypeError``.
+    The rank uses SupAP's upper bound ``H^-``, so its options (``tau``, ``rho``, ``delta``, ``chunk_size``,
+    ``offset``, ``start``) are those of :class:`ranklit.functional.SupAPOptions`, with the same defaults
+    and checks. The steps keep their bound properties (``H^- >= H >= H_lb``): ``beta`` > 0, ``leak`` >= 0, ``gamma``
+    in ``[0, 1]``; ``alpha`` >= 0. A wrong value raises ``ValueError`` naming it, an unknown keyword ``TypeError``.
 
     Args:
         alpha: relevance exponent of HAPPIER Eq. 4 (1 for HAPPIER, 5 / 3 for HAPPIER_F on SOP / iNaturalist).
-        tau: temperature of the sigmoid of ROADMAP's upper bound ``H^-`` used in ``rank`` ([spec §2][spec-losses]).
-        rho: slope of the linear part of ``H^-`` (beyond ``delta``).
-        delta: where the linear part of ``H^-`` starts.
         leak: slope of the lower bound ``H_lb`` (used in ``H-rank``) on negative differences.
         beta: slope of ``H_lb`` on positive differences.
         gamma: value of ``H_lb`` just after 0, in ``[0, 1]``.
         with_hrank: bound ``H-rank`` by ``H_lb`` on items of higher level (the paper); ``False`` keeps the exact,
             gradient-free step there, as the authors' configs do.
-        chunk_size: queries per chunk (default: :func:`ranklit.functional.ranking.default_chunk_size` for rows four
-            times wider, as this loss keeps about four times as many intermediates as SupAP).
-        offset: ``H^-`` just after ``delta`` (:func:`~ranklit.functional.ranking.supap_upper_step`; ``None``:
-            continuous, the paper; HAPPIER's released configs: 1.44, on iNaturalist 1.0).
-        start: jump of ``H^-`` on ``(0, delta]`` (0.5: the paper and the released configs; on iNaturalist 0).
+
+    ``chunk_size`` ``None`` picks :func:`ranklit.functional.ranking.default_chunk_size` for rows four times wider, as
+    this loss keeps about four times as many intermediates as SupAP.
 
     Example:
         >>> HAPOptions(with_hrank=False, offset=1.44).offset
@@ -85,29 +79,19 @@ class HAPOptions:
     """
 
     alpha: float = 1.0
-    tau: float = 0.01
-    rho: float = 100.0
-    delta: float = 0.05
     leak: float = 10.0
     beta: float = 25.0
     gamma: float = 0.5
     with_hrank: bool = True
-    chunk_size: int | None = None
-    offset: float | None = None
-    start: float = 0.5
 
-    def __post_init__(self) -> None:
-        checked: dict[str, object] = {name: check_positive(name, getattr(self, name)) for name in _POSITIVE}
-        checked |= {name: check_in_range(name, getattr(self, name), 0.0, math.inf) for name in ("leak", "alpha")}
-        checked |= {
+    def _checked(self) -> dict[str, object]:
+        return super()._checked() | {
+            "alpha": check_in_range("alpha", self.alpha, 0.0, math.inf),
+            "leak": check_in_range("leak", self.leak, 0.0, math.inf),
+            "beta": check_positive("beta", self.beta),
             "gamma": check_in_range("gamma", self.gamma, 0.0, 1.0),
             "with_hrank": bool(self.with_hrank),
-            "chunk_size": check_chunk_size(self.chunk_size),
-            "offset": check_offset(self.offset),
-            "start": check_in_range("start", self.start, 0.0, math.inf),
         }
-        for name, value in checked.items():  # the checked values (ints become floats) in the frozen fields
-            object.__setattr__(self, name, value)
 
 
 def _hap_per_query(

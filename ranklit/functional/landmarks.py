@@ -8,8 +8,9 @@ where the dataset reads them too)::
     medium:  positives = easy + hard   removed = junk
     hard:    positives = hard          removed = junk + easy
 
-Removed items are taken out of the query's ranking before computing AP and mP@k; queries without a positive in a
-protocol are left out of that protocol's means. The gallery may be a descriptor set on disk (the R1M distractors):
+Removed items are taken out of the query's ranking before computing AP and mP@k (so before the tie groups of the
+``ties`` policy are formed: a removed item ties with nothing); queries without a positive in a protocol are left out
+of that protocol's means. The gallery may be a descriptor set on disk (the R1M distractors):
 the scores are computed chunk by chunk.
 """
 
@@ -17,17 +18,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from ranklit.functional.binary_metrics import average_precision, expected_precisions
 from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.neighbours import query_scores
-from ranklit.functional.positive_ranks import positive_ranks
+from ranklit.functional.positive_ranks import positive_counts
 from ranklit.functional.ranking import select_columns
+from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
 from ranklit.revisited_protocols import PROTOCOLS
 
 __all__ = ["PROTOCOLS", "revisited_map"]
@@ -52,23 +56,69 @@ def _index_masks(gnd: Sequence[Mapping[str, Sequence[int]]], num_refs: int, devi
 
 
 def _protocol_metrics(
-    scores: Tensor, positives: Tensor, trapezoid: bool, precision_at: tuple[int, ...]
+    scores: Tensor, positives: Tensor, trapezoid: bool, precision_at: tuple[int, ...], ties: str
 ) -> tuple[dict[str, Tensor], Tensor]:
     """Per-query AP and mP@k and whether the query has a positive; ``scores`` hold ``-inf`` on removed items."""
     index, valid = select_columns(positives)
-    rank, rank_pos, valid = positive_ranks(scores, index, valid)
-    rank, rank_pos = rank.to(torch.float64), rank_pos.to(torch.float64)
-    precision = rank_pos / rank.clamp(min=1.0)
+    descending, valid, at_least, above = positive_counts(scores, index, valid, strict=ties != "pessimistic")
+    tied = tie_positives(descending, valid, at_least, above, ties)
+    ap = average_precision(tied)
     if trapezoid:  # mean of the precisions just before and at each positive (revisitop's compute_ap)
-        before = torch.where(rank > 1, (rank_pos - 1.0) / (rank - 1.0).clamp(min=1.0), 1.0)
-        precision = (precision + before) / 2.0
-    count = valid.sum(1)
-    out = {"map": torch.where(valid, precision, 0.0).sum(1) / count.clamp(min=1)}
-    last = torch.where(valid, rank, 0.0).amax(1, keepdim=True) if rank.shape[1] else rank.new_zeros(rank.shape[0], 1)
+        ap = (ap + _precision_before(tied)) / 2.0
+    out = {"map": ap}
     for k in precision_at:  # revisitop's compute_map: P@k' with k' = min(k, rank of the last positive)
-        cutoff = last.clamp(max=float(k)).clamp(min=1.0)
-        out[f"mp_at_{k}"] = (valid & (rank <= cutoff)).sum(1) / cutoff[:, 0]
-    return out, count > 0
+        out[f"mp_at_{k}"] = _precision_at_last(tied, k)
+    return out, tied.num_positives > 0
+
+
+def _precision_before(t: TiedPositives) -> Tensor:
+    """``(1/R) sum_k (rank+(k) - 1) / (rank(k) - 1)`` (1 at rank 1), the lower half of revisitop's trapezoid.
+
+    Under ``"average"`` the member at position ``i`` of a tie group, when a positive, has ``a+ + (i - 1) s``
+    positives above it (``s = (p - 1)/(n - 1)``) and ``a - 1 + i`` items: :func:`expected_precisions` with ``a`` and
+    ``a+`` one lower; a group at the top (``a = 0``) sums to ``1 + (n - 1) s``.
+    """
+    if t.rank is not None:
+        assert t.rank_pos is not None
+        before = torch.where(t.rank > 1, (t.rank_pos - 1.0) / (t.rank - 1.0).clamp(min=1.0), 1.0)
+        return torch.where(t.positive, before, 0.0).sum(1) / t.num_positives.clamp(min=1.0)
+    assert t.above is not None and t.size is not None
+    top = t.above == 0
+    shifted = replace(t, above=torch.where(top, 1.0, t.above - 1.0), above_pos=t.above_pos - 1.0)
+    share = (t.group_pos - 1.0) / (t.size - 1.0).clamp(min=1.0)
+    values = torch.where(top, (1.0 + (t.size - 1.0) * share) / t.size, expected_precisions(shifted, t.size))
+    return torch.where(t.positive, values, 0.0).sum(1) / t.num_positives.clamp(min=1.0)
+
+
+def _precision_at_last(t: TiedPositives, k: int) -> Tensor:
+    """revisitop's mP@k of each query: ``P@k'`` with ``k' = min(k, rank of the last positive)``.
+
+    Under ``"average"``, with ``a``, ``n``, ``p``, ``a+`` those of the last positive's tie group and ``m`` the
+    position of its last positive (``P(m) = C(m - 1, p - 1) / C(n, p)``, ``p <= m <= n``): ``R / (a + m)`` when
+    ``a + m <= k``; otherwise ``P@k``, whose expected count of positives is ``sum_j min(1, max(0, k - a_j) / n_j)``
+    over the positives ``j`` (their groups' ``a`` and ``n``) when ``k <= a``, and ``a+ + (p - 1)(k - a)/(m - 1)``
+    when the cut falls inside the last group.
+    """
+    r = t.num_positives
+    last = (r.long() - 1).clamp(min=0)[:, None]
+    if t.rank is not None:
+        final = t.rank.gather(1, last)[:, 0] if t.rank.shape[1] else r.new_zeros(r.shape)
+        cut = final.clamp(max=float(k)).clamp(min=1.0)
+        return (t.positive & (t.rank <= cut[:, None])).sum(1) / cut
+    assert t.above is not None and t.size is not None
+    if t.above.shape[1] == 0:
+        return r.new_zeros(r.shape)
+    a, n = t.above.gather(1, last), t.size.gather(1, last)
+    p, a_pos = t.group_pos.gather(1, last), t.above_pos.gather(1, last)
+    reached = torch.where(t.positive, ((k - t.above) / t.size).clamp(0.0, 1.0), 0.0).sum(1, keepdim=True)
+    width = int(n.max())
+    m = torch.arange(1, width + 1, dtype=torch.float64, device=n.device)[None, :]
+    log_prob = (torch.lgamma(m) - torch.lgamma(p) - torch.lgamma((m - p).clamp(min=0.0) + 1)
+                - torch.lgamma(n + 1) + torch.lgamma(p + 1) + torch.lgamma((n - p).clamp(min=0.0) + 1))  # fmt: skip
+    prob = torch.where((m >= p) & (m <= n), torch.exp(log_prob), 0.0)
+    inside = a_pos + (p - 1.0) * (k - a) / (m - 1.0).clamp(min=1.0)
+    precision = torch.where(a + m <= k, r[:, None] / (a + m), torch.where(a >= k, reached, inside) / k)
+    return (prob * precision).sum(1)
 
 
 def _check_precision_at(precision_at: Sequence[int]) -> tuple[int, ...]:
@@ -85,6 +135,7 @@ def revisited_map(
     *,
     precision_at: Sequence[int] = (),
     trapezoid: bool = False,
+    ties: str = "pessimistic",
     chunk_size: int | None = None,
 ) -> dict[str, float | int]:
     """mAP (and mP@k) of each Revisited Oxford/Paris protocol.
@@ -103,11 +154,16 @@ def revisited_map(
         trapezoid: ``False`` = the exact AP ([spec §1][spec-metrics], ``(1/R) sum rank+/rank``); ``True`` =
             revisitop's ``compute_ap``, which averages the precision just before and at each positive (trapezoidal
             rule), to compare with published numbers (they differ by up to ~1 point).
+        ties: ``"pessimistic"`` (default), ``"average"`` or ``"optimistic"``: the value of each metric under the
+            worst ordering of each group of equal scores, the mean over its orderings (closed form) or the best
+            ([spec §0][spec-ties]), as for :func:`~ranklit.functional.retrieval_metrics`. The removed items (junk,
+            and the other list of the easy and hard protocols) are taken out of the ranking first: a positive
+            tied with a junk image is not tied with it, and the tie groups hold positives and negatives only.
         chunk_size: queries per chunk (``None`` = automatic).
 
     Returns:
         ``map_<protocol>`` and ``mp_at_<k>_<protocol>`` (floats) for ``easy``, ``medium``, ``hard``, and
-        ``num_queries`` (int). Ties are pessimistic.
+        ``num_queries`` (int).
 
     Raises:
         ValueError: ``len(gnd)`` differs from the number of queries, or a list is missing or indexes outside the
@@ -121,7 +177,7 @@ def revisited_map(
         (1.0, 0.8333, 0.5, 0.5)
     """
     check_embeddings(embeddings)
-    precision_at = _check_precision_at(precision_at)
+    precision_at, ties = _check_precision_at(precision_at), check_ties(ties)
     dtype = compute_dtype(embeddings.dtype)
     queries = torch.nn.functional.normalize(embeddings.detach().to(dtype), dim=1)
     gallery = as_descriptors(ref_embeddings)
@@ -142,7 +198,7 @@ def revisited_map(
             positives = torch.stack([masks[k][rows] for k in positive_keys]).any(0)
             removed = torch.stack([masks[k][rows] for k in removed_keys]).any(0) & ~positives
             values, has_positive = _protocol_metrics(
-                scores.masked_fill(removed, float("-inf")), positives, trapezoid, precision_at
+                scores.masked_fill(removed, float("-inf")), positives, trapezoid, precision_at, ties
             )
             for key, value in values.items():
                 totals[name][key] = totals[name].get(key, 0.0) + value[has_positive].sum().cpu()

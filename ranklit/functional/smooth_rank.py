@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from ranklit.functional.inputs import check_chunk_size
 from ranklit.functional.loss_utils import (
     check_in_range,
     check_offset,
@@ -38,7 +41,58 @@ from ranklit.functional.ranking import (
     supap_upper_step,
 )
 
-__all__ = ["smooth_ap_loss", "supap_loss"]
+__all__ = ["SupAPOptions", "smooth_ap_loss", "supap_loss"]
+
+
+@dataclass(frozen=True)
+class SupAPOptions:
+    """The keyword options of SupAP's upper bound ``H^-`` ([spec §2][spec-supap]), validated: the one definition that
+    :func:`supap_loss`, :class:`ranklit.losses.SupAPLoss` and :class:`ranklit.losses.ROADMAPLoss` take as ``**options``
+    and that :class:`ranklit.functional.HAPOptions` extends (the ``ranklit`` CLI lists each one under
+    ``model.loss.init_args`` and refuses a misspelt key).
+
+    ``tau``, ``rho``, ``delta`` > 0 and ``offset``, ``start`` >= 0 keep ``H^-`` a step function bounded below by the
+    sigmoid; a wrong value raises ``ValueError`` naming it, an unknown keyword ``TypeError``.
+
+    Args:
+        tau: temperature of the sigmoid of ``H^-`` (0.01).
+        rho: slope of the linear part of ``H^-``, beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        chunk_size: queries per chunk (``None``: from a memory budget,
+            :func:`~ranklit.functional.ranking.default_chunk_size`).
+        offset: value of ``H^-`` just after ``delta`` (:func:`~ranklit.functional.ranking.supap_upper_step`;
+            ``None``: ``sigma(delta/tau) + start``, continuous, the paper; the authors' configs: 1.44, iNaturalist
+            1.0; [spec §6][spec-released-code]).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5: the paper and the released configs; on iNaturalist 0).
+
+    Example:
+        >>> SupAPOptions(offset=1.44, start=0).start
+        0.0
+        >>> SupAPOptions(delta=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `delta` must be a finite number > 0, got 0.0.
+    """
+
+    tau: float = 0.01
+    rho: float = 100.0
+    delta: float = 0.05
+    chunk_size: int | None = None
+    offset: float | None = None
+    start: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name, value in self._checked().items():  # the checked values (ints become floats) in the frozen fields
+            object.__setattr__(self, name, value)
+
+    def _checked(self) -> dict[str, object]:
+        """Every field's validated value (a subclass adds its own fields')."""
+        positive = {name: check_positive(name, getattr(self, name)) for name in ("tau", "rho", "delta")}
+        return positive | {
+            "chunk_size": check_chunk_size(self.chunk_size),
+            "offset": check_offset(self.offset),
+            "start": check_in_range("start", self.start, 0.0, math.inf),
+        }
 
 
 def smooth_ap_loss(
@@ -79,18 +133,7 @@ def smooth_ap_loss(
     return _smooth_rank_loss(partial(_smooth_ap_chunk, tau=tau), scores, positives, valid, chunk_size)
 
 
-def supap_loss(
-    scores: Tensor,
-    positives: Tensor,
-    valid: Tensor | None = None,
-    *,
-    tau: float = 0.01,
-    rho: float = 100.0,
-    delta: float = 0.05,
-    chunk_size: int | None = None,
-    offset: float | None = None,
-    start: float = 0.5,
-) -> Tensor:
+def supap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, **options: Any) -> Tensor:
     """SupAP loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 4-5): an upper bound of ``1 - AP``::
 
         L = 1 - mean_q (1/R_q) sum_{k in P_q} rank+(k) / (rank+(k) + sum_{j in N_q} H^-(s_j - s_k))
@@ -98,19 +141,16 @@ def supap_loss(
     ``rank+`` uses the exact step (no gradient) and the negatives the upper bound ``H^-``
     (:func:`~ranklit.functional.ranking.supap_upper_step`): ``sigma(t/tau)`` for ``t <= 0``, ``+ 0.5`` on
     ``(0, delta]`` and a slope ``rho`` beyond ``delta``. Since ``H^- >= H`` off ties, ``L >= 1 - AP``; an exact tie
-    of a negative with a positive (``H(0) = 1`` but ``H^-(0) = 0.5``) is the only exception. The authors' configs
-    (``offset = 1.44``, or ``start = 0`` on iNaturalist) are deliberately not reproduced; the query is excluded from
-    its own ranking. Queries without a positive are skipped.
+    of a negative with a positive (``H(0) = 1`` but ``H^-(0) = 0.5``) is the only exception. The defaults are the
+    paper's; the authors' configs (``offset = 1.44``, on iNaturalist ``offset = 1.0, start = 0``) are the options
+    ``offset`` and ``start``. The query is excluded from its own ranking. Queries without a positive are skipped.
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of the items in each query's ranking (``None`` = all).
-        tau: sigmoid temperature (0.01). rho: slope of the linear part (100). delta: start of the linear part (0.05).
-        chunk_size: queries per chunk (default from the memory budget).
-        offset: value of ``H^-`` just after ``delta`` (``None``: ``sigma(delta/tau) + start``, continuous; the
-            authors' configs: 1.44, iNaturalist 1.0; [spec §6][spec-released-code]).
-        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        **options: the keyword options of :class:`SupAPOptions` (``tau``, ``rho``, ``delta``, ``chunk_size``,
+            ``offset``, ``start``; the paper's values by default).
 
     Returns:
         Scalar loss in ``[0, 1)``.
@@ -122,15 +162,9 @@ def supap_loss(
         >>> round(supap_loss(s, torch.tensor([[True, False, False]])).item(), 4)
         0.0
     """
-    chunk_fn = partial(
-        _supap_chunk,
-        tau=check_positive("tau", tau),
-        rho=check_positive("rho", rho),
-        delta=check_positive("delta", delta),
-        offset=check_offset(offset),
-        start=check_in_range("start", start, 0.0, math.inf),
-    )
-    return _smooth_rank_loss(chunk_fn, scores, positives, valid, chunk_size)
+    opts = SupAPOptions(**options)
+    chunk_fn = partial(_supap_chunk, options=opts)
+    return _smooth_rank_loss(chunk_fn, scores, positives, valid, opts.chunk_size)
 
 
 def _smooth_rank_loss(
@@ -167,22 +201,12 @@ def _smooth_ap_chunk(
 
 
 def _supap_chunk(
-    scores: Tensor,
-    positives: Tensor,
-    valid: Tensor,
-    index: Tensor,
-    ranked: Tensor,
-    *,
-    tau: float,
-    rho: float,
-    delta: float,
-    offset: float | None,
-    start: float,
+    scores: Tensor, positives: Tensor, valid: Tensor, index: Tensor, ranked: Tensor, *, options: SupAPOptions
 ) -> Tensor:
     diff = selected_differences(scores, index)
     exact = heaviside(diff.detach()) * (positives[:, None, :] & _others(index, scores.shape[1]))
     rank_pos = 1.0 + exact.sum(dim=-1)
-    upper = supap_upper_step(diff, tau, rho, delta, offset, start)
+    upper = supap_upper_step(diff, options.tau, options.rho, options.delta, options.offset, options.start)
     negatives = (valid & ~positives)[:, None, :]
     rank_neg = torch.where(negatives, upper, torch.zeros_like(upper)).sum(dim=-1)
     return _mean_ratio(rank_pos, rank_pos + rank_neg, ranked)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from torch import Tensor
 
@@ -35,15 +36,15 @@ class ROADMAPLoss(BinaryRetrievalLoss):
     weight both terms 1.0, twice the paper's ``(1 - lam, lam) = (0.5, 0.5)``.
 
     Args:
-        tau, rho, delta: :class:`SupAPLoss` parameters.
         alpha, beta: :class:`CalibrationLoss` thresholds.
         lam: weight of the calibration loss, in ``[0, 1]``.
         calibration_reduction: :class:`CalibrationLoss` ``reduction`` (``"query"``, the paper; ``"batch_active"``).
-        chunk_size: queries per chunk of the SupAP term (``None``: from a memory budget).
         normalize: L2-normalise the embeddings first (default ``True``).
         include_self: keep the query in the SupAP term's ranking (authors' code; default ``False``).
         weights: ``(w_SupAP, w_calibration)`` replacing ``(1 - lam, lam)`` (the released configs: ``(1.0, 1.0)``).
-        offset, start: :class:`SupAPLoss`'s ``H^-`` jump (``None`` and 0.5: the paper).
+        **options: the SupAP term's options, defined and validated by :class:`ranklit.functional.SupAPOptions`:
+            ``tau``, ``rho``, ``delta`` (0.01, 100, 0.05), ``chunk_size`` (queries per chunk of the SupAP term;
+            ``None``: from a memory budget), ``offset``, ``start`` (the ``H^-`` jump; ``None`` and 0.5: the paper).
 
     Example:
         >>> import torch
@@ -55,24 +56,20 @@ class ROADMAPLoss(BinaryRetrievalLoss):
 
     def __init__(
         self,
-        tau: float = 0.01,
-        rho: float = 100.0,
-        delta: float = 0.05,
+        *,
         alpha: float = 0.9,
         beta: float = 0.6,
         lam: float = 0.5,
         calibration_reduction: str = "query",
-        chunk_size: int | None = None,
         normalize: bool = True,
         include_self: bool = False,
         weights: tuple[float, float] | None = None,
-        offset: float | None = None,
-        start: float = 0.5,
+        **options: Any,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.weights = (1.0 - self.lam, self.lam) if weights is None else _check_weights(weights)
-        self.supap = SupAPLoss(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
+        self.supap = SupAPLoss(**options)
         self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

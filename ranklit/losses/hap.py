@@ -43,7 +43,8 @@ class HAPLoss(RetrievalLoss):
 
     **Reproducing the authors' released code** ([spec §6][spec-released-code]; ``elias-ramzi/HAPPIER``, configs
     ``HAPPIER*.yaml``): ``HAPLoss(include_self=True, with_hrank=False, offset=1.44)``, and on iNaturalist
-    ``HAPLoss(include_self=True, with_hrank=False, offset=1.0, start=0.0)``.
+    ``HAPLoss(include_self=True, with_hrank=False, offset=1.0, start=0.0)``; HAPPIER_F adds ``alpha=5`` (SOP) or
+    ``alpha=3`` (iNaturalist), and ``HAPPIER_5_SOP.yaml`` keeps the bound (``with_hrank=True``).
 
     Example:
         >>> import torch

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
+from dataclasses import asdict
+from typing import Any
 
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_chunk_size, check_in_range, check_offset, check_positive
-from ranklit.functional.smooth_rank import smooth_ap_loss, supap_loss
+from ranklit.functional.loss_utils import check_chunk_size, check_positive
+from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.losses.base import BinaryRetrievalLoss
 
 __all__ = ["SmoothAPLoss", "SupAPLoss"]
@@ -62,15 +63,14 @@ class SupAPLoss(BinaryRetrievalLoss):
     N)``.
 
     Args:
-        tau: sigmoid temperature (0.01).
-        rho: slope of the linear part of ``H^-`` (100).
-        delta: where the linear part starts (0.05).
-        chunk_size: queries per chunk; ``None`` picks it from a memory budget.
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
-        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44, and 1.0 on
-            iNaturalist).
-        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        **options: the options of ``H^-``, defined and validated by :class:`ranklit.functional.SupAPOptions`:
+            ``tau`` (sigmoid temperature, 0.01), ``rho`` (slope of the linear part, 100), ``delta`` (where the
+            linear part starts, 0.05), ``chunk_size`` (queries per chunk; ``None`` picks it from a memory budget),
+            ``offset`` (``H^-`` just after ``delta``; ``None``: continuous, the paper; the authors' configs: 1.44,
+            and 1.0 on iNaturalist), ``start`` (jump of ``H^-`` on ``(0, delta]``; 0.5; the authors' iNaturalist
+            config: 0).
 
     **Reproducing the authors' released code** ([spec §6][spec-released-code]): ``SupAPLoss(include_self=True,
     offset=1.44)``; on iNaturalist ``SupAPLoss(include_self=True, offset=1.0, start=0.0)``.
@@ -83,26 +83,9 @@ class SupAPLoss(BinaryRetrievalLoss):
         0.9883
     """
 
-    def __init__(
-        self,
-        tau: float = 0.01,
-        rho: float = 100.0,
-        delta: float = 0.05,
-        chunk_size: int | None = None,
-        normalize: bool = True,
-        include_self: bool = False,
-        offset: float | None = None,
-        start: float = 0.5,
-    ) -> None:
+    def __init__(self, *, normalize: bool = True, include_self: bool = False, **options: Any) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.tau = check_positive("tau", tau)
-        self.rho = check_positive("rho", rho)
-        self.delta = check_positive("delta", delta)
-        self.chunk_size = check_chunk_size(chunk_size)
-        self.offset, self.start = check_offset(offset), check_in_range("start", start, 0.0, math.inf)
+        self.options = SupAPOptions(**options)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return supap_loss(
-            scores, positives, valid, tau=self.tau, rho=self.rho, delta=self.delta, chunk_size=self.chunk_size,
-            offset=self.offset, start=self.start,
-        )  # fmt: skip
+        return supap_loss(scores, positives, valid, **asdict(self.options))

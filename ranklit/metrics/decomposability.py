@@ -10,7 +10,8 @@ Here both terms are averaged over the queries: ``batch_map`` is the mean, over e
 query has a positive in its batch's retrieval set, of its AP in that retrieval set (the batch itself, the DDP-gathered
 batch, or memory ∪ batch: whatever the loss ranks); ``map`` is the mAP of the same samples ranked against each
 other; ``gap = batch_map − map``. A larger batch, a DDP gather, a cross-batch memory and ROADMAP's calibration loss
-all shrink it. AP uses the finest label (column 0) and the exact ranks of [spec §1][spec-metrics].
+all shrink it. AP uses the finest label (column 0) and the exact ranks of [spec §1][spec-metrics], under the ``ties``
+policy of [spec §0][spec-ties] (both terms alike).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional import sample_ids
 from ranklit.functional.metrics import retrieval_metrics
+from ranklit.functional.ties import check_ties
 
 __all__ = ["decomposability_gap", "DecomposabilityGap"]
 
@@ -35,7 +37,7 @@ def _finest(labels: Tensor) -> Tensor:
 
 
 def _batch_ap_sum(
-    embeddings: Tensor, labels: Tensor, ids: Tensor, refs: tuple[Tensor, Tensor, Tensor] | None = None
+    embeddings: Tensor, labels: Tensor, ids: Tensor, ties: str, refs: tuple[Tensor, Tensor, Tensor] | None = None
 ) -> tuple[float, int]:
     """Sum of the APs of the queries with a positive in the retrieval set (the batch by default), and their count."""
     ref_embeddings, ref_labels, ref_ids = refs if refs is not None else (embeddings, labels, ids)
@@ -51,14 +53,16 @@ def _batch_ap_sum(
         ids=ids,
         ref_ids=ref_ids,
         recall_at=(1,),
+        ties=ties,
     )
     return float(out["map"]) * count, count
 
 
-def _global_map(embeddings: Tensor, labels: Tensor, ids: Tensor) -> float:
+def _global_map(embeddings: Tensor, labels: Tensor, ids: Tensor, ties: str) -> float:
     """mAP of the samples ranked against each other, keeping the last embedding stored for each id."""
     last = sample_ids.latest_per_id(ids)
-    return float(retrieval_metrics(embeddings[last], _finest(labels[last]), ids=ids[last], recall_at=(1,))["map"])
+    out = retrieval_metrics(embeddings[last], _finest(labels[last]), ids=ids[last], recall_at=(1,), ties=ties)
+    return float(out["map"])
 
 
 def _result(ap_sum: float, count: int, global_map: float) -> dict[str, float]:
@@ -68,7 +72,9 @@ def _result(ap_sum: float, count: int, global_map: float) -> dict[str, float]:
     return {"batch_map": batch_map, "map": global_map, "gap": batch_map - global_map}
 
 
-def decomposability_gap(embeddings: Tensor, labels: Tensor, batches: Sequence[Tensor]) -> dict[str, float]:
+def decomposability_gap(
+    embeddings: Tensor, labels: Tensor, batches: Sequence[Tensor], *, ties: str = "pessimistic"
+) -> dict[str, float]:
     """Decomposability gap of a fixed model: mean batch AP over ``batches`` minus the mAP of the whole set.
 
     Args:
@@ -76,6 +82,8 @@ def decomposability_gap(embeddings: Tensor, labels: Tensor, batches: Sequence[Te
         labels: ``[N]`` or ``[N, L]`` labels (column 0 is used).
         batches: index tensors into the set, e.g. ``list(PKSampler(labels, p, k))``; the batches need not cover the
             set. A sample drawn twice in a batch is excluded from its own ranking in both copies.
+        ties: ``"pessimistic"`` (default), ``"average"`` or ``"optimistic"``: AP under the worst ordering of each
+            group of equal scores, its mean over the orderings, or the best ([spec §0][spec-ties]), in both terms.
 
     Returns:
         ``{"batch_map", "map", "gap"}`` (python floats); ``map`` is over the whole set.
@@ -89,13 +97,14 @@ def decomposability_gap(embeddings: Tensor, labels: Tensor, batches: Sequence[Te
         >>> out["batch_map"], round(out["map"], 4), round(out["gap"], 4)
         (1.0, 0.4583, 0.5417)
     """
+    ties = check_ties(ties)
     positions = torch.arange(embeddings.shape[0], device=embeddings.device)
     total, count = 0.0, 0
     for batch in batches:
         batch = torch.as_tensor(batch, device=embeddings.device).long()
-        ap_sum, n = _batch_ap_sum(embeddings[batch], labels[batch], batch)
+        ap_sum, n = _batch_ap_sum(embeddings[batch], labels[batch], batch, ties)
         total, count = total + ap_sum, count + n
-    return _result(total, count, _global_map(embeddings, labels, positions))
+    return _result(total, count, _global_map(embeddings, labels, positions, ties))
 
 
 class DecomposabilityGap(Metric):
@@ -108,6 +117,11 @@ class DecomposabilityGap(Metric):
     :class:`ranklit.models.RetrievalModule` logs it with ``decomposability_gap=True``.
 
     Memory: the ``N × D`` embeddings seen since the last reset. DDP: sums and stored samples are gathered.
+
+    Args:
+        ties: ``"pessimistic"`` (default), ``"average"`` or ``"optimistic"``: the tie policy of both APs
+            ([spec §0][spec-ties]).
+        **kwargs: options of ``torchmetrics.Metric``.
 
     Example:
         >>> metric = DecomposabilityGap()
@@ -128,8 +142,9 @@ class DecomposabilityGap(Metric):
     labels: list[Tensor]
     ids: list[Tensor]
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, ties: str = "pessimistic", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.ties = check_ties(ties)
         self.add_state("ap_sum", default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("num_queries", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("embeddings", default=[], dist_reduce_fx="cat")
@@ -155,7 +170,7 @@ class DecomposabilityGap(Metric):
         if any(given) and not all(given):
             raise ValueError("Pass `ref_embeddings`, `ref_labels` and `ref_ids` together, or none of them.")
         refs = (ref_embeddings.detach(), ref_labels, ref_ids) if all(given) else None  # type: ignore[union-attr]
-        ap_sum, count = _batch_ap_sum(embeddings.detach(), labels, ids, refs)  # type: ignore[arg-type]
+        ap_sum, count = _batch_ap_sum(embeddings.detach(), labels, ids, self.ties, refs)  # type: ignore[arg-type]
         self.ap_sum += ap_sum
         self.num_queries += count
         self.embeddings.append(embeddings.detach())
@@ -167,7 +182,7 @@ class DecomposabilityGap(Metric):
         if isinstance(self.embeddings, list) and not self.embeddings:
             raise ValueError("`DecomposabilityGap.compute` was called before any `update`.")
         embeddings = dim_zero_cat(self.embeddings)
-        global_map = _global_map(embeddings, dim_zero_cat(self.labels), dim_zero_cat(self.ids))
+        global_map = _global_map(embeddings, dim_zero_cat(self.labels), dim_zero_cat(self.ids), self.ties)
         return _result(float(self.ap_sum), int(self.num_queries), global_map)
 
 

@@ -21,6 +21,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from ranklit.functional.inputs import check_embeddings, check_ids
 from ranklit.functional.landmarks import PROTOCOLS, revisited_map
 from ranklit.functional.postprocess import PostProcessStep, apply_postprocess
+from ranklit.functional.ties import check_ties
 
 __all__ = ["RevisitedMetrics"]
 
@@ -47,6 +48,9 @@ class RevisitedMetrics(Metric):
         precision_at: the ``k`` of mP@k (revisitop's definition, see :func:`ranklit.functional.revisited_map`).
         trapezoid: revisitop's trapezoidal AP (``True``, what published tables report) or the exact AP of
             [spec §1][spec-metrics] (``False``).
+        ties: ``"pessimistic"`` (default), ``"average"`` or ``"optimistic"`` ([spec §0][spec-ties]): the metrics under
+            the worst ordering of each group of equal scores, their mean over its orderings, or the best; junk images
+            are removed before the tie groups are formed (see :func:`ranklit.functional.revisited_map`).
         **kwargs: options of ``torchmetrics.Metric``.
 
     Example:
@@ -73,6 +77,7 @@ class RevisitedMetrics(Metric):
         postprocess: Sequence[PostProcessStep] = (),
         precision_at: Sequence[int] = (1, 5, 10),
         trapezoid: bool = True,
+        ties: str = "pessimistic",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -83,6 +88,7 @@ class RevisitedMetrics(Metric):
                     "(LearntWhitening, AlphaQueryExpansion, DatabaseAugmentation)."
                 )
         self.postprocess, self.precision_at, self.trapezoid = list(postprocess), tuple(precision_at), trapezoid
+        self.ties = check_ties(ties)
         self.benchmarks: list[_Benchmark] = []
         self.whitening_rows: range | None = None
         self.add_state("embeddings", default=[], dist_reduce_fx="cat")
@@ -132,7 +138,9 @@ class RevisitedMetrics(Metric):
         for bench in self.benchmarks:
             queries, gallery = self._rows(table, present, bench.queries), self._rows(table, present, bench.gallery)
             processed = apply_postprocess(self.postprocess, queries, gallery, training)
-            values = revisited_map(*processed, bench.gnd, precision_at=self.precision_at, trapezoid=self.trapezoid)
+            values = revisited_map(
+                *processed, bench.gnd, precision_at=self.precision_at, trapezoid=self.trapezoid, ties=self.ties
+            )
             for protocol in PROTOCOLS:
                 for key in ("map", *(f"mp_at_{k}" for k in self.precision_at)):
                     value = values[f"{key}_{protocol}"]

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ranklit.cli import main
-from ranklit.functional import HAPOptions
+from ranklit.functional import HAPOptions, SupAPOptions
 
 
 def test_happier_lists_every_hap_option_and_refuses_a_misspelt_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,3 +23,18 @@ def test_happier_lists_every_hap_option_and_refuses_a_misspelt_one(capsys: pytes
         main(["fit", "--config", "happier_sop.yaml", "--model.loss.init_args.gama=0.3", "--print_config"])
     assert exit_info.value.code != 0
     assert "'gama' is not accepted" in capsys.readouterr().err
+
+
+def test_roadmap_lists_every_supap_option_and_refuses_a_misspelt_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """ROADMAPLoss passes its SupAP options on to ``SupAPLoss(**options)`` then ``SupAPOptions(**options)``: the CLI
+    still lists each one (with the config's values) and refuses a misspelt key."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "roadmap_inat.yaml", "--model.loss.init_args.offset=1.0", "--print_config"])
+    assert exit_info.value.code in (0, None)
+    init_args = yaml.safe_load(capsys.readouterr().out)["model"]["loss"]["init_args"]
+    expected = {**asdict(SupAPOptions()), "offset": 1.0, "alpha": 0.9, "beta": 0.6, "lam": 0.5, "include_self": False}
+    assert {key: init_args.get(key, "missing") for key in expected} == expected
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "roadmap_inat.yaml", "--model.loss.init_args.tua=0.3", "--print_config"])
+    assert exit_info.value.code != 0
+    assert "'tua' is not accepted" in capsys.readouterr().err

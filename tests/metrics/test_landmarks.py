@@ -40,6 +40,33 @@ def test_protocols_against_brute_force(trapezoid: bool) -> None:
     assert got == pytest.approx(oracle_revisited_map(queries, gallery, gnd, trapezoid), rel=1e-12)
 
 
+def _tied_directions(count: int, seed: int) -> torch.Tensor:
+    """Unit rows along 4 directions: rows of a direction, and directions symmetric about a query, score alike."""
+    g = torch.Generator().manual_seed(seed)
+    directions = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]], dtype=torch.float64)
+    return torch.nn.functional.normalize(directions, dim=1)[torch.randint(0, 4, (count,), generator=g)]
+
+
+@pytest.mark.parametrize("trapezoid", [False, True])
+@pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+def test_tie_policies_against_all_orderings(ties: str, trapezoid: bool) -> None:
+    """Every ordering of each tie group of the kept items (junk removed first), brute force, AP and mP@k."""
+    for seed in range(3):
+        queries, gallery = _tied_directions(3, 10 + seed), _tied_directions(10, 20 + seed)
+        gnd = _gnd(3, 10, seed)
+        got = revisited_map(queries, gallery, gnd, precision_at=(1, 2, 5), trapezoid=trapezoid, ties=ties, chunk_size=2)
+        expected = oracle_revisited_map(queries, gallery, gnd, trapezoid, (1, 2, 5), ties)
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-12, nan_ok=True), seed
+
+
+def test_a_junk_image_tied_with_a_positive_is_not_part_of_its_tie() -> None:
+    query, gallery = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    gnd = [{"easy": [1], "hard": [2], "junk": [0]}]
+    for ties in ("pessimistic", "average", "optimistic"):
+        out = revisited_map(query, gallery, gnd, precision_at=(1,), ties=ties)
+        assert out["map_easy"] == 1.0 and out["mp_at_1_easy"] == 1.0, ties
+
+
 def test_medium_protocol_equals_retrieval_metrics_with_junk() -> None:
     g = torch.Generator().manual_seed(2)
     queries, gallery = torch.randn(4, 3, generator=g), torch.randn(25, 3, generator=g)
@@ -66,6 +93,8 @@ def test_bad_ground_truth_is_rejected() -> None:
         revisited_map(q, g, [{"easy": [0], "hard": [1]}] * 2)
     with pytest.raises(ValueError, match="positive integers"):
         revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2, precision_at=(0,))
+    with pytest.raises(ValueError, match="`ties` must be one of"):
+        revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2, ties="random")
     with pytest.warns(UserWarning, match="'hard' protocol"):
         out = revisited_map(q, g, [{"easy": [0], "hard": [], "junk": []}] * 2, precision_at=(1,))
     assert math.isnan(out["map_hard"]) and math.isnan(out["mp_at_1_hard"]) and 0 < out["map_easy"] <= 1

@@ -166,10 +166,32 @@ def oracle_retrieval_metrics(
     return out
 
 
-def oracle_revisited_map(queries: torch.Tensor, gallery: torch.Tensor, gnd: list[dict], trapezoid: bool) -> dict:
-    """Revisited Oxford/Paris mAP per protocol: drop the removed items, then walk the ranking from the top.
+def _revisited_query(order: list[int], positives: set[int], trapezoid: bool, precision_at: tuple[int, ...]) -> dict:
+    """AP and revisitop's mP@k of one strict ordering of the kept items."""
+    hits, ap, last = 0, 0.0, 0
+    for position, j in enumerate(order, start=1):
+        if j in positives:
+            hits += 1
+            precision = hits / position
+            if trapezoid:
+                precision = (precision + ((hits - 1) / (position - 1) if position > 1 else 1.0)) / 2
+            ap += precision
+            last = position
+    out = {"map": ap / len(positives)}
+    for k in precision_at:  # P@k' with k' = min(k, position of the last positive)
+        cut = min(k, last)
+        out[f"mp_at_{k}"] = sum(1 for j in order[:cut] if j in positives) / cut
+    return out
 
-    Assumes distinct scores. ``trapezoid`` averages the precisions just before and at each positive (revisitop)."""
+
+def oracle_revisited_map(
+    queries: torch.Tensor, gallery: torch.Tensor, gnd: list[dict], trapezoid: bool,
+    precision_at: tuple[int, ...] = (), ties: str = "pessimistic",
+) -> dict:
+    """Revisited Oxford/Paris mAP and mP@k per protocol: drop the removed items, then walk the ranking from the top,
+    averaged over the orderings of the tie groups that ``ties`` looks at (:func:`tie_orderings`).
+
+    ``trapezoid`` averages the precisions just before and at each positive (revisitop)."""
     protocols = {
         "easy": (["easy"], ["junk", "hard"]),
         "medium": (["easy", "hard"], ["junk"]),
@@ -178,23 +200,19 @@ def oracle_revisited_map(queries: torch.Tensor, gallery: torch.Tensor, gnd: list
     q, g = queries.double().tolist(), gallery.double().tolist()
     out: dict[str, float | int] = {}
     for name, (pos_keys, removed_keys) in protocols.items():
-        aps = []
+        values = []
         for a, entry in enumerate(gnd):
             positives = {i for k in pos_keys for i in entry[k]}
             removed = {i for k in removed_keys for i in entry[k]} - positives
             if not positives:
                 continue
             kept = [j for j in range(len(g)) if j not in removed]
-            kept.sort(key=lambda j: -sum(x * y for x, y in zip(q[a], g[j], strict=True)))
-            hits, ap = 0, 0.0
-            for position, j in enumerate(kept, start=1):
-                if j in positives:
-                    hits += 1
-                    precision = hits / position
-                    if trapezoid:
-                        precision = (precision + ((hits - 1) / (position - 1) if position > 1 else 1.0)) / 2
-                    ap += precision
-            aps.append(ap / len(positives))
-        out[f"map_{name}"] = sum(aps) / len(aps)
+            scores = [sum(x * y for x, y in zip(q[a], g[j], strict=True)) for j in kept]
+            levels = [int(j in positives) for j in kept]
+            runs = [_revisited_query([kept[i] for i in order], positives, trapezoid, precision_at)
+                    for order in tie_orderings(scores, levels, ties)]  # fmt: skip
+            values.append({key: sum(run[key] for run in runs) / len(runs) for key in runs[0]})
+        for key in ("map", *(f"mp_at_{k}" for k in precision_at)):
+            out[f"{key}_{name}"] = sum(v[key] for v in values) / len(values) if values else math.nan
     out["num_queries"] = len(gnd)
     return out

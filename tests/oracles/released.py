@@ -102,23 +102,40 @@ def roadmap_total(emb: Tensor, labels: Tensor, offset: float | None = 1.44, star
     return 1.0 * pml_calibration(emb, labels) + 1.0 * roadmap_supap(emb, labels, offset=offset, start=start)
 
 
+def _released_lower_bound(t: Tensor, beta: float, leak: float, gamma: float) -> Tensor:
+    """``step_hrank`` on an item of higher relevance (``happier/losses/hap_loss.py``): ``leak * t`` where ``t <= 0``,
+    ``min(beta * t + gamma, 1)`` where ``t > 0``."""
+    return leak * t if t <= 0 else torch.clamp(beta * t + gamma, max=1.0)
+
+
+def happier_relevance(level: list[int], num_levels: int, alpha: float) -> list[float]:
+    """``get_relevances_pop`` (``happier/engine/compute_relevance_on_the_fly.py``) then ``create_relevance_matrix``:
+    the datasets' ``relevance_type: pop``, ``check_for = range(HIERARCHY_LEVEL + 1)``, so ``levels = L``; an item of
+    level ``l`` weighs ``(l / (L - 1))^alpha`` divided by the number of items of level ``l`` in the query's row (the
+    query itself included, at level ``L``). ``alpha`` is the dataset's ``alpha`` (``alpha_train`` in training):
+    1 in every shipped config; HAPPIER_F sets it to 5 (SOP) or 3 (iNaturalist). The released weight
+    ``(l / (L - 1))^alpha`` is Eq. 4's ``(l / L)^alpha`` times a constant, which H-AP does not see."""
+    sizes = {v: level.count(v) for v in range(num_levels + 1)}
+    return [((v / (num_levels - 1)) ** alpha) / sizes[v] if v > 0 else 0.0 for v in level]
+
+
 def happier_hap(emb: Tensor, labels: Tensor, *, alpha: float = 1.0, tau: float = 0.01, rho: float = 100.0,
-                delta: float = 0.05, offset: float | None = 1.44, start: float = 0.5) -> Tensor:  # fmt: skip
-    """HAPPIER's ``HAPLoss(with_hrank=False).quick_forward`` (``happier/losses/hap_loss.py``): every batch item ranked
-    for every query, the query included; the level of ``j`` for ``q`` is the number of label columns they share; for
-    item ``k``, ``rank = 1 + sum_{j != k}`` of ``step_rank`` on items of strictly lower level and the exact step
-    elsewhere; ``H-rank = rel(k) + sum_{j != k} min(rel(k), rel(j)) H(s_j - s_k)`` (exact step: ``with_hrank`` off);
-    ``H-AP = sum_k H-rank / rank / sum_k rel``. Relevance: HAPPIER Eq. 4, ``(l/L)^alpha / |Omega^(l)|`` counted in
-    the batch with the query. Loss ``1 - mean_q H-AP_q``."""
+                delta: float = 0.05, offset: float | None = 1.44, start: float = 0.5, with_hrank: bool = False,
+                beta: float = 25.0, leak: float = 10.0, gamma: float = 0.5) -> Tensor:  # fmt: skip
+    """HAPPIER's ``HAPLoss.quick_forward`` (``happier/losses/hap_loss.py``): every batch item ranked for every query,
+    the query included; the level of ``j`` for ``q`` is the number of label columns they share
+    (``lib.create_label_matrix``); for item ``k``, ``rank = 1 + sum_{j != k}`` of ``step_rank`` on items of strictly
+    lower level and the exact step elsewhere; ``H-rank = rel(k) + sum_{j != k} min(rel(k), rel(j)) step(s_j - s_k)``
+    with the exact step, or with ``with_hrank`` (``HAPPIER_5_SOP.yaml``) ``step_hrank`` on items of strictly higher
+    level; ``H-AP = sum_k H-rank / rank / sum_k rel``, relevance :func:`happier_relevance`. Loss
+    ``1 - mean_q H-AP_q``."""
     e = _unit(emb)
     s = e @ e.T
     n, num_levels = labels.shape
     level = (labels[:, None, :] == labels[None, :, :]).sum(-1)
     values = []
     for q in range(n):
-        sizes = {v: int((level[q] == v).sum()) for v in range(num_levels + 1)}
-        rel = [((int(level[q, k]) / num_levels) ** alpha) / sizes[int(level[q, k])] if level[q, k] > 0 else 0.0
-               for k in range(n)]  # fmt: skip
+        rel = happier_relevance([int(v) for v in level[q]], num_levels, alpha)
         total = torch.zeros((), dtype=torch.float64)
         for k in range(n):
             if rel[k] == 0.0:
@@ -131,10 +148,35 @@ def happier_hap(emb: Tensor, labels: Tensor, *, alpha: float = 1.0, tau: float =
                 t = s[q, j] - s[q, k]
                 lower = level[q, j] < level[q, k]
                 rank = rank + (released_step(t, tau, rho, delta, offset, start) if lower else _heaviside(t))
-                h_rank = h_rank + min(rel[k], rel[j]) * _heaviside(t)
+                higher = level[q, j] > level[q, k]
+                step = _released_lower_bound(t, beta, leak, gamma) if with_hrank and higher else _heaviside(t)
+                h_rank = h_rank + min(rel[k], rel[j]) * step
             total = total + h_rank / rank
         values.append(total / sum(rel))
     return 1.0 - torch.stack(values).mean()
+
+
+def happier_cluster(emb: Tensor, labels: Tensor, proxies: Tensor, temperature: float = 0.05) -> Tensor:
+    """``ClusterLoss.forward`` (``happier/losses/cluster_loss.py``, ``hierarchy_level: 0``): the mean over the batch of
+    the cross-entropy of ``<e, w_c / |w_c|> / temperature`` against the fine label, ``e`` the network's normalised
+    embedding."""
+    e = _unit(emb)
+    w = proxies.double() / proxies.double().norm(dim=1, keepdim=True)
+    terms = []
+    for i in range(e.shape[0]):
+        logits = [(e[i] @ w[c]) / temperature for c in range(w.shape[0])]
+        top = max(float(x.detach()) for x in logits)
+        log_sum = top + torch.log(sum(torch.exp(x - top) for x in logits))
+        terms.append(log_sum - logits[int(labels[i, 0])])
+    return torch.stack(terms).mean()
+
+
+def happier_total(emb: Tensor, labels: Tensor, proxies: Tensor, weights: tuple[float, float] = (0.9, 0.1),
+                  **hap_options: float) -> Tensor:  # fmt: skip
+    """``_calculate_loss_and_backward`` (``happier/engine/base_training_loop.py``): ``sum weight * loss.mean()`` over
+    the config's criteria; ``HAPPIER.yaml`` weighs ``HAPLoss`` 0.9 and ``ClusterLoss`` 0.1 (``HAPPIER_SOP.yaml`` and
+    ``HAPPIER_inat.yaml``: ``1 - 0.1``; ``HAPPIER_5.yaml``, DyML-A: 0.5 and 0.5)."""
+    return weights[0] * happier_hap(emb, labels, **hap_options) + weights[1] * happier_cluster(emb, labels, proxies)
 
 
 def fastap(emb: Tensor, labels: Tensor, num_bins: int = 10) -> Tensor:

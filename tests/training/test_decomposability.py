@@ -9,6 +9,7 @@ from torch import Tensor
 from ranklit.data import PKSampler
 from ranklit.metrics import DecomposabilityGap, decomposability_gap
 from tests.oracles.losses import average_precision
+from tests.oracles.metrics import oracle_retrieval_metrics
 
 
 def _set() -> tuple[Tensor, Tensor]:
@@ -78,3 +79,25 @@ def test_metric_keeps_the_last_embedding_of_a_repeated_sample() -> None:
     assert metric.compute()["map"] == pytest.approx(average_precision(embeddings, labels[:, 0]), abs=1e-12)
     with pytest.raises(ValueError, match="together"):
         metric.update(embeddings, labels, torch.arange(48), ref_embeddings=embeddings)
+
+
+@pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+def test_both_terms_follow_the_tie_policy_against_all_orderings(ties: str) -> None:
+    """Unit embeddings along the 4 axis directions: many exact ties; both APs against every ordering of them."""
+    g = torch.Generator().manual_seed(4)
+    axes = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
+    embeddings, labels = axes[torch.randint(0, 4, (10,), generator=g)], torch.randint(0, 3, (10,), generator=g)
+    batches = [torch.tensor([0, 3, 4, 7, 9]), torch.tensor([1, 2, 5, 6, 8]), torch.tensor([0, 1, 2, 3])]
+    aps = []
+    for batch in batches:
+        per_query = oracle_retrieval_metrics(embeddings[batch], labels[batch], ids=batch, ties=ties, per_query=True)
+        aps += [ap for ap in per_query["map"] if ap == ap]  # type: ignore[union-attr]  # not NaN: has a positive
+    expected = {"batch_map": sum(aps) / len(aps), "map": oracle_retrieval_metrics(embeddings, labels, ties=ties)["map"]}
+    expected["gap"] = expected["batch_map"] - expected["map"]
+    assert decomposability_gap(embeddings, labels, batches, ties=ties) == pytest.approx(expected, abs=1e-12)
+    metric = DecomposabilityGap(ties=ties)
+    for batch in batches:
+        metric.update(embeddings[batch], labels[batch], batch)
+    assert metric.compute() == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError, match="`ties` must be one of"):
+        DecomposabilityGap(ties="random")
