@@ -15,11 +15,11 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
+from ranklit.cli.runs import latest_checkpoint
 from ranklit.training import FaultTolerance, RunCheckpoint, stops
 from ranklit.training.checkpoints import AtomicCheckpointIO
 from ranklit.training.locks import LOCK_FILE, RunLock, RunLocked, lock_holder
 from ranklit.training.new_rates import NewLearningRates
-from ranklit.training.runs import latest_checkpoint
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
 from tests.training.test_faults import _Images, _Model
 
