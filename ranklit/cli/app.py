@@ -12,13 +12,13 @@ baseline every curve starts from; ``--baseline_validation false`` switches it of
 ``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
 ``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
 ``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to the folder
-``--predictions_path``, as numpy shards while it runs (:class:`ranklit.models.EmbeddingWriter`).
+``--predictions_path``, as numpy shards while it runs (:class:`ranklit.callbacks.EmbeddingWriter`).
 
-Every ``fit`` is resumable: the CLI adds :class:`ranklit.training.ResumableTraining` (sampler position, random states,
-cross-batch memory in every checkpoint), :class:`ranklit.training.locks.RunLock` (``run.lock``: one writer per run)
-and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.training.RunCheckpoint` (``last.ckpt`` on the
+Every ``fit`` is resumable: the CLI adds :class:`ranklit.callbacks.ResumableTraining` (sampler position, random states,
+cross-batch memory in every checkpoint), :class:`ranklit.callbacks.locks.RunLock` (``run.lock``: one writer per run)
+and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.callbacks.RunCheckpoint` (``last.ckpt`` on the
 schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
-:class:`ranklit.training.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
+:class:`ranklit.callbacks.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
 :mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
 ``--ckpt_path last``): :mod:`ranklit.cli.resuming` finds the run and its newest checkpoint that loads, the run
 logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
@@ -42,6 +42,12 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
+from ranklit.callbacks.locks import RunLock
+from ranklit.callbacks.new_rates import RATE_SETTINGS, NewLearningRates
+from ranklit.callbacks.predictions import EmbeddingWriter
+from ranklit.callbacks.ranking_images import RankingGridLogger
+from ranklit.callbacks.resume import ResumeRefused
 from ranklit.cli import data_check, warning_filters
 from ranklit.cli.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.cli.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
@@ -50,12 +56,6 @@ from ranklit.cli.runs import RunConfigSaver, changed_settings, continue_metrics_
 from ranklit.compat.lightning import CheckpointSettingsCLI
 from ranklit.data.datamodule import RetrievalDataModule
 from ranklit.models.module import RetrievalModule
-from ranklit.models.predictions import EmbeddingWriter
-from ranklit.models.ranking_images import RankingGridLogger
-from ranklit.training import FaultTolerance, ResumableTraining, RunCheckpoint
-from ranklit.training.locks import RunLock
-from ranklit.training.new_rates import RATE_SETTINGS, NewLearningRates
-from ranklit.training.resume import ResumeRefused
 
 __all__ = ["RanklitCLI", "main"]
 

@@ -7,8 +7,8 @@ explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder
 it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
 A resume is refused, with one line on stderr and exit code 2, when another live process trains the run
-(:mod:`ranklit.training.locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
-continue the run as configured (:class:`ranklit.training.ResumeRefused`); the files of the run are then left as they
+(:mod:`ranklit.callbacks.locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
+continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`); the files of the run are then left as they
 were (:class:`ranklit.cli.runs.RunSnapshot`).
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
+from ranklit.callbacks.locks import RunLocked, lock_holder
+from ranklit.callbacks.resume import ResumeRefused
 from ranklit.cli.runs import RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
-from ranklit.training.locks import RunLocked, lock_holder
-from ranklit.training.resume import ResumeRefused
 from ranklit.training.stops import exit_code
 
 __all__ = ["ResumeRequest", "find_resume", "refusals_and_stops"]

@@ -220,7 +220,7 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     "Handed out" is not "trained": a ``DataLoader`` with workers draws ``prefetch_factor × num_workers`` batches
     ahead, so a checkpoint must store the number of batches the *trainer* finished instead.
-    :class:`ranklit.training.ResumableTraining` overwrites ``batches`` with the count of Lightning's loop progress.
+    :class:`ranklit.callbacks.ResumableTraining` overwrites ``batches`` with the count of Lightning's loop progress.
     ``set_epoch`` with another epoch starts that epoch from its first batch; with the epoch already selected (what
     Lightning does after a resumption) it keeps the position.
     """
