@@ -22,11 +22,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ranklit.functional._positive_ranks import positive_ranks
 from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.neighbours import query_scores
-from ranklit.functional.positive_ranks import positive_ranks
 from ranklit.functional.ranking import select_columns
 from ranklit.revisited_protocols import PROTOCOLS
 

@@ -8,7 +8,7 @@
   (:mod:`ranklit.functional.binary_metrics`). Half the score matrix, no row ever sorted;
 * flat labels otherwise: a chunk of queries is scored against the whole retrieval set with one matrix product, the
   excluded items (the query itself, junk) are removed, and the positives are ranked the same way without sorting the
-  row (:func:`ranklit.functional.positive_ranks.positive_counts`);
+  row (:func:`ranklit.functional._positive_ranks.positive_counts`);
 * hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
   (:mod:`ranklit.functional.hierarchical_metrics`).
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional._positive_ranks import SortedKeys, positive_counts
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,
@@ -46,7 +47,6 @@ from ranklit.functional.metric_options import (
     check_recall_at,
     metrics_chunk_size,
 )
-from ranklit.functional.positive_ranks import SortedKeys, positive_counts
 from ranklit.functional.query_values import QueryValues
 from ranklit.functional.sharding import QueryShard
 from ranklit.functional.symmetric_ranks import symmetric_positive_counts, symmetric_tile_size

@@ -10,8 +10,9 @@ import math
 import pytest
 import torch
 
-from ranklit.functional import metrics, positive_ranks, symmetric_ranks
-from ranklit.functional.positive_ranks import count_at_least
+from ranklit.functional import _positive_ranks as positive_ranks
+from ranklit.functional import metrics, symmetric_ranks
+from ranklit.functional._positive_ranks import count_at_least
 from ranklit.functional.symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
