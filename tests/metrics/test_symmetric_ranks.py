@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from ranklit.functional import _positive_ranks as positive_ranks
-from ranklit.functional import metrics, symmetric_ranks
+from ranklit.functional import _symmetric_ranks as symmetric_ranks
+from ranklit.functional import metrics
 from ranklit.functional._positive_ranks import count_at_least
-from ranklit.functional.symmetric_ranks import class_blocks
+from ranklit.functional._symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
 # The ranking arithmetic on raw dot products (integer coordinates give exact ties); normalisation: test_raw_inputs.py

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ranklit.functional._positive_ranks import SortedKeys, count_at_least, sort_positive_scores
-from ranklit.functional.sharding import QueryShard
+from ranklit.functional._sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
 
 __all__ = ["class_blocks", "symmetric_positive_counts", "symmetric_tile_size"]
