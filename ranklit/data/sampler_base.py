@@ -242,4 +242,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         """The hook of a subclass: the batches of one epoch (lists of dataset indices), drawn with ``generator`` (seeded
         with ``seed + epoch``) and nothing else, so that every DDP rank plans the same epoch and takes its share. The
         plan may be longer or shorter than ``num_batches × world_size``: it is cut, or cycled, to that length."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"`{type(self).__name__}` must implement `plan_epoch(generator)` (before ranklit 0.2.0 the hook was "
+            "`_plan` and `setup_batches` was `_setup`: rename them)."
+        )
