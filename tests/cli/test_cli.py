@@ -183,17 +183,6 @@ def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> N
     assert "batch_sise" in capsys.readouterr().err
 
 
-def test_losses_metrics_and_data_do_not_import_lightning() -> None:
-    """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
-    code = (
-        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
-        "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
-        "assert not bad, bad"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-
-
 # Every user error: (name, command line, what stderr must say). `{root}` is the folder of the planted mistakes.
 CHEAP = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
          "--trainer.accelerator=cpu", "--data.num_workers=0", "--trainer.logger=false"]  # fmt: skip

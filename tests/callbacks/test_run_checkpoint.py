@@ -22,7 +22,7 @@ from ranklit.callbacks.new_rates import NewLearningRates
 from ranklit.cli.runs import latest_checkpoint
 from ranklit.training import stops
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
-from tests.training.test_faults import _Images, _Model
+from tests.callbacks.test_faults import _Images, _Model
 
 
 class _Saves(Callback):
