@@ -5,6 +5,7 @@ importing in a fresh process."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
-HELPERS = {"ranklit.checks", "ranklit.errors", "ranklit.revisited_protocols"}  # top-level, import nothing of ranklit
+HELPERS = {"ranklit.checks", "ranklit.errors", "ranklit.revisited_protocols", "ranklit._moved"}  # import no ranklit
+INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 
 
 def _imports(path: Path) -> set[str]:
@@ -98,6 +100,24 @@ def test_the_lower_layers_do_not_import_the_callbacks(layer: str) -> None:
 def test_the_top_level_helpers_import_nothing_of_ranklit() -> None:
     for helper in HELPERS:
         assert not [name for name in SOURCES[helper] if _within(name, "ranklit")], helper
+
+
+def _table() -> dict[str, set[str]]:
+    """``package: the ranklit packages it may import`` from the table of docs/api/index.md."""
+    rows = re.findall(r"^\| \[`(ranklit\.\w+)`\]\([^)]*\) \| [^|]* \| ([^|]*) \|", INDEX.read_text(), flags=re.M)
+    return {package: {f"ranklit.{name}" for name in re.findall(r"`(\w+)`", imports)} for package, imports in rows}
+
+
+def test_the_api_index_says_what_each_package_imports() -> None:
+    table = _table()
+    packages = {name for name in SOURCES if name.count(".") == 1 and (PACKAGE / name.split(".")[1]).is_dir()}
+    assert set(table) == packages - {"ranklit.compat"}, "a package without its row in docs/api/index.md"
+    for package, allowed in table.items():
+        if package == "ranklit.cli":
+            continue  # "everything"
+        homes = {package, *allowed, *HELPERS}
+        found = _offending(package, lambda n, ok=homes: not _within(n, "ranklit") or any(_within(n, h) for h in ok))
+        assert not found, f"docs/api/index.md does not list what these import: {found}"
 
 
 def test_losses_metrics_and_data_do_not_import_lightning() -> None:
