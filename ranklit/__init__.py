@@ -8,13 +8,20 @@ Sub-packages (import what you need; ``ranklit.losses`` and ``ranklit.metrics`` d
 - :mod:`ranklit.data` — datasets, P×K and hierarchical samplers, transforms, the ``RetrievalDataModule``.
 - :mod:`ranklit.models` — timm backbone + pooling + embedding head, and the ``RetrievalModule``.
 - :mod:`ranklit.training` — DDP gather, cross-batch memory, multistage backprop.
+- :mod:`ranklit.callbacks` — the Lightning callbacks: resumption, fault tolerance, checkpoints, ranking grids, writers.
+- :mod:`ranklit.viz` — matplotlib figures.
+- :mod:`ranklit.cli` — the ``ranklit`` command line (nothing else imports it).
 """
 
 from importlib.metadata import PackageNotFoundError, version
+
+from ranklit import _moved
 
 try:
     __version__ = version("ranklit")  # the one version string lives in pyproject.toml
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
+
+_moved.install()  # the import paths that moved in 0.2.0 keep working until 0.3.0, with a DeprecationWarning
 
 __all__ = ["__version__"]

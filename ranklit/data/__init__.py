@@ -8,15 +8,19 @@ from typing import Any
 from ranklit.data.category_sampler import CategorySampler
 from ranklit.data.datasets import *  # noqa: F403  (the dataset classes)
 from ranklit.data.datasets import __all__ as _dataset_names
+from ranklit.data.sampler_base import EpochBatchSampler, SeededIndex, batches_per_rank
 from ranklit.data.samplers import HierarchicalSampler, PKSampler
 from ranklit.data.uniform_sampler import UniformBatchSampler
 
 __all__ = [  # noqa: F405 (RetrievalDataModule is lazy: see __getattr__)
     "CategorySampler",
+    "EpochBatchSampler",
     "HierarchicalSampler",
     "PKSampler",
     "RetrievalDataModule",
+    "SeededIndex",
     "UniformBatchSampler",
+    "batches_per_rank",
     *_dataset_names,
 ]
 

@@ -7,16 +7,14 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.data._sampling import (
-    EpochBatchSampler,
-    batches_per_rank,
+from ranklit.data._class_draws import (
     classes_with_super_class,
     cycled_permutation,
     draw_classes,
     eligible_classes,
     group_by_super_class,
-    option,
 )
+from ranklit.data.sampler_base import EpochBatchSampler, batches_per_rank, option
 from ranklit.data.samplers import SmallClasses
 
 __all__ = ["CategorySampler"]
@@ -70,7 +68,7 @@ class CategorySampler(EpochBatchSampler):
         small_classes: SmallClasses = "replace",
         drop_last: bool = False,
     ) -> None:
-        self._setup(p, k, seed, rank, world_size, drop_last)
+        self.setup_batches(p, k, seed, rank, world_size, drop_last)
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from a category, p // 2 without), got {p}.")
         members, supers = classes_with_super_class(labels, super_column)
@@ -94,7 +92,7 @@ class CategorySampler(EpochBatchSampler):
             sum(self._batches_per_category), self.world_size, self.drop_last, "The categories"
         )
 
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+    def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
         slots = [c for c, n in enumerate(self._batches_per_category) for _ in range(n)]
         streams = [cycled_permutation(len(fine), generator) for fine in self._categories]
         without = cycled_permutation(len(self._without), generator)

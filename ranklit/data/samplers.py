@@ -22,9 +22,7 @@ import torch
 from torch import Tensor
 
 from ranklit.checks import positive_int
-from ranklit.data._sampling import (
-    EpochBatchSampler,
-    batches_per_rank,
+from ranklit.data._class_draws import (
     class_members,
     classes_with_super_class,
     cycled_permutation,
@@ -33,9 +31,8 @@ from ranklit.data._sampling import (
     eligible_classes,
     epoch_length,
     group_by_super_class,
-    label_matrix,
-    option,
 )
+from ranklit.data.sampler_base import EpochBatchSampler, batches_per_rank, label_matrix, option
 
 __all__ = ["EpochLength", "PKSampler", "HierarchicalSampler", "SmallClasses"]
 
@@ -102,7 +99,7 @@ class PKSampler(EpochBatchSampler):
         drop_last: bool = False,
         batches_per_epoch: int | EpochLength = "images",
     ) -> None:
-        self._setup(p, k, seed, rank, world_size, drop_last)
+        self.setup_batches(p, k, seed, rank, world_size, drop_last)
         members = class_members(label_matrix(labels, 1)[:, 0])
         eligible = eligible_classes(members, self.k, small_classes, "PKSampler")
         if not eligible:
@@ -126,7 +123,7 @@ class PKSampler(EpochBatchSampler):
         planned = epoch_length(batches_per_epoch, {"images": images / self.batch_size, "classes": passes})
         self.num_batches = batches_per_rank(planned, self.world_size, self.drop_last, "The classes")
 
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+    def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
         plan: list[list[int]] = []
         while (needed := self.num_batches * self.world_size - len(plan)) > 0:
             order = torch.randperm(self.num_classes, generator=generator).tolist()
@@ -190,7 +187,7 @@ class HierarchicalSampler(EpochBatchSampler):
         small_classes: SmallClasses = "replace",
         drop_last: bool = False,
     ) -> None:
-        self._setup(p, k, seed, rank, world_size, drop_last)
+        self.setup_batches(p, k, seed, rank, world_size, drop_last)
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
         per_pair = batches_per_super_pair
@@ -212,7 +209,7 @@ class HierarchicalSampler(EpochBatchSampler):
             num_planned = len(self._pairs) * self.batches_per_super_pair
         self.num_batches = batches_per_rank(num_planned, self.world_size, self.drop_last, "The super-class pairs")
 
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+    def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
         rounds = self.batches_per_super_pair or math.ceil(self.num_batches * self.world_size / len(self._pairs))
         pairs = self._pairs * rounds
         streams = [cycled_permutation(len(fine), generator) for fine in self._supers]

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from ranklit.checks import positive_int
-from ranklit.data._sampling import EpochBatchSampler, batches_per_rank, label_matrix
+from ranklit.data.sampler_base import EpochBatchSampler, batches_per_rank, label_matrix
 
 __all__ = ["UniformBatchSampler"]
 
@@ -46,7 +46,7 @@ class UniformBatchSampler(EpochBatchSampler):
         world_size: int | None = None,
         drop_last: bool = False,
     ) -> None:
-        self._setup(positive_int(batch_size, "batch_size"), 1, seed, rank, world_size, drop_last)
+        self.setup_batches(positive_int(batch_size, "batch_size"), 1, seed, rank, world_size, drop_last)
         self.num_items = label_matrix(labels, 1).shape[0]
         full = self.num_items / self.batch_size
         self._per_pass = math.floor(full) if self.drop_last else math.ceil(full)
@@ -56,7 +56,7 @@ class UniformBatchSampler(EpochBatchSampler):
             )
         self.num_batches = batches_per_rank(self._per_pass, self.world_size, self.drop_last, "The images")
 
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
+    def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
         order = torch.randperm(self.num_items, generator=generator)
         order = torch.cat([order, order[: self._per_pass * self.batch_size - self.num_items]])
         return [chunk.tolist() for chunk in order[: self._per_pass * self.batch_size].split(self.batch_size)]

@@ -4,7 +4,7 @@ ranks of the relevant items only.
 Every one of these metrics is a function of the items of level ``>= 1`` (same coarsest label: ``Omega+``): their
 levels, their ranks in the whole retrieval set, and how many relevant items of each level score at least as high.
 Level-0 items only push the relevant ones down, which their ranks already count. So, as for the binary metrics of
-:mod:`ranklit.functional.positive_ranks`, only the ``R`` relevant items of a query are sorted and each rank is a count
+:mod:`ranklit.functional._positive_ranks`, only the ``R`` relevant items of a query are sorted and each rank is a count
 over the row: no row is sorted. Ties follow the policy of [spec §0][spec-ties]: under ``"pessimistic"`` (resp.
 ``"optimistic"``) the items of a group of equal scores are ordered by increasing (resp. decreasing) level, level-0
 items first (resp. last), and every metric reads that ordering; under ``"average"`` every metric is its expectation
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ranklit.functional._positive_ranks import count_at_least, sort_positive_scores
 from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_query_metrics
-from ranklit.functional.positive_ranks import count_at_least, sort_positive_scores
 from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
@@ -77,7 +77,7 @@ def rank_relevant_items(
         ties: the tie policy ([spec §0][spec-ties]).
 
     Cost: a sort of the ``P`` candidates and one count per candidate over the row (two unless pessimistic;
-    :func:`~ranklit.functional.positive_ranks.count_at_least`); memory ``O(C * (N + P * L))``.
+    :func:`~ranklit.functional._positive_ranks.count_at_least`); memory ``O(C * (N + P * L))``.
 
     Example:
         >>> s = torch.tensor([[6.0, 5, 4, 3, 2, 1]])

@@ -24,12 +24,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ranklit.functional._positive_ranks import positive_counts
 from ranklit.functional.binary_metrics import average_precision, expected_precisions
 from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.neighbours import query_scores
-from ranklit.functional.positive_ranks import positive_counts
 from ranklit.functional.ranking import select_columns
 from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
 from ranklit.revisited_protocols import PROTOCOLS

@@ -4,11 +4,11 @@
 
 * flat labels, the items ranking each other (no gallery, no junk, distinct ids): every pair's score is computed once,
   in class-aligned tiles, and each positive's rank is a count of the items scoring at least as high
-  (:func:`ranklit.functional.symmetric_ranks.symmetric_positive_counts`) -> every binary metric
+  (:func:`ranklit.functional._symmetric_ranks.symmetric_positive_counts`) -> every binary metric
   (:mod:`ranklit.functional.binary_metrics`). Half the score matrix, no row ever sorted;
 * flat labels otherwise: a chunk of queries is scored against the whole retrieval set with one matrix product, the
   excluded items (the query itself, junk) are removed, and the positives are ranked the same way without sorting the
-  row (:func:`ranklit.functional.positive_ranks.positive_counts`);
+  row (:func:`ranklit.functional._positive_ranks.positive_counts`);
 * hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
   (:mod:`ranklit.functional.hierarchical_metrics`).
@@ -25,6 +25,18 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional._metric_options import (
+    AVERAGES,
+    check_average,
+    check_cutoffs,
+    check_junk,
+    check_recall_at,
+    metrics_chunk_size,
+)
+from ranklit.functional._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional._query_values import QueryValues
+from ranklit.functional._sharding import QueryShard
+from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,
@@ -38,18 +50,6 @@ from ranklit.functional.inputs import (
     levels_between,
     prepare_inputs,
 )
-from ranklit.functional.metric_options import (
-    AVERAGES,
-    check_average,
-    check_cutoffs,
-    check_junk,
-    check_recall_at,
-    metrics_chunk_size,
-)
-from ranklit.functional.positive_ranks import SortedKeys, positive_counts
-from ranklit.functional.query_values import QueryValues
-from ranklit.functional.sharding import QueryShard
-from ranklit.functional.symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
 from ranklit.functional.ties import check_ties, tie_positives
 
 __all__ = [
@@ -135,7 +135,7 @@ def retrieval_metrics(
             :func:`retrieval_metric_tensors` with ``per_query=True``.
         chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`). On the
             symmetric path (flat labels, no gallery, no junk, distinct ids) it is the tile side instead (``None``:
-            :func:`~ranklit.functional.symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
+            :func:`~ranklit.functional._symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
             evaluation down the row-by-row path.
         junk: ``[Q, N]`` bool, items removed from each query's ranking (Revisited Oxford/Paris junk lists).
         normalize: L2-normalise the embeddings first (default ``True``); ``False`` ranks by raw dot products.
@@ -150,7 +150,7 @@ def retrieval_metrics(
     Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
     ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives (hierarchical: relevant items) per query,
     ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)`` and the
-    ``[K, Q]`` float64 table of per-query values (:class:`~ranklit.functional.query_values.QueryValues`).
+    ``[K, Q]`` float64 table of per-query values (:class:`~ranklit.functional._query_values.QueryValues`).
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
@@ -190,7 +190,7 @@ def retrieval_metric_tensors(
     With ``per_query=True`` every metric key holds instead the ``[Q]`` values of the queries, in their input order
     (NaN for a query without a positive in that key's column); the two counts stay 0-dim.
 
-    With ``shard`` (a :class:`~ranklit.functional.sharding.QueryShard`, used by ``RetrievalMetrics`` under DDP)
+    With ``shard`` (a :class:`~ranklit.functional._sharding.QueryShard`, used by ``RetrievalMetrics`` under DDP)
     every process holds the whole problem and evaluates its share of it, without duplicated work: on the symmetric
     path each process computes a disjoint share of the score tiles (diagonal ones included) and the integer counts
     are all-reduced; on the row-by-row paths process ``r`` evaluates the queries ``r, r + W, ...`` of the order by

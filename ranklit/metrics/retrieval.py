@@ -2,7 +2,7 @@
 
 The metric only accumulates embeddings, labels, ids and roles (``dist_reduce_fx="cat"``, so DDP gathers them) and
 calls :func:`ranklit.functional.metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the
-evaluation itself is split across the processes (:mod:`ranklit.functional.sharding`).
+evaluation itself is split across the processes (:mod:`ranklit.functional._sharding`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.compat.torchmetrics import metric_is_synced, synced_states
+from ranklit.functional._sharding import distributed_shard
 from ranklit.functional.inputs import (
     check_chunk_size,
     check_distinct_ids,
@@ -32,7 +33,6 @@ from ranklit.functional.metrics import (
     nan_metrics,
     retrieval_metric_tensors,
 )
-from ranklit.functional.sharding import distributed_shard
 from ranklit.functional.ties import check_ties
 
 __all__ = ["RetrievalMetrics"]

@@ -1,20 +1,18 @@
-"""Backbones, pooling, embedding head and the ``RetrievalModule``."""
+"""Backbones, pooling, embedding head, the learning-rate schedule and the ``RetrievalModule``."""
 
+from ranklit._moved import old_names
 from ranklit.models.backbones import EmbeddingNet, create_backbone
 from ranklit.models.module import RetrievalModule
 from ranklit.models.pooling import GeM, GlobalPool
-from ranklit.models.predictions import EmbeddingWriter, load_predictions
-from ranklit.models.ranking_images import RankingGridLogger
 from ranklit.models.schedules import WarmupCosineLR
 
 __all__ = [
     "EmbeddingNet",
-    "EmbeddingWriter",
     "GeM",
     "GlobalPool",
-    "RankingGridLogger",
     "RetrievalModule",
     "WarmupCosineLR",
     "create_backbone",
-    "load_predictions",
 ]
+
+__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning

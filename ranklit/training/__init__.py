@@ -1,21 +1,18 @@
-"""Training at scale: DDP gather, cross-batch memory, multistage backprop, resumable and fault-tolerant runs."""
+"""Training mechanics: DDP gather, cross-batch memory, multistage backprop, manual optimisation, stop signals.
 
-from ranklit.training.checkpoints import RunCheckpoint
+The Lightning callbacks (resume, faults, checkpoints, ...) are in :mod:`ranklit.callbacks`.
+"""
+
+from ranklit._moved import old_names
 from ranklit.training.distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
-from ranklit.training.faults import FaultTolerance
 from ranklit.training.memory import CrossBatchMemory
 from ranklit.training.multistage import MultistageBackprop, multistage_backward
 from ranklit.training.objective import RankingObjective, ranking_objective
-from ranklit.training.resume import ResumableTraining, ResumeRefused
 
 __all__ = [
     "CrossBatchMemory",
-    "FaultTolerance",
     "MultistageBackprop",
     "RankingObjective",
-    "ResumableTraining",
-    "ResumeRefused",
-    "RunCheckpoint",
     "average_gradients",
     "gather_retrieval_set",
     "gather_with_grad",
@@ -23,3 +20,5 @@ __all__ = [
     "multistage_backward",
     "ranking_objective",
 ]
+
+__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning

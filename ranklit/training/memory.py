@@ -67,7 +67,7 @@ class CrossBatchMemory:
     The storage is created on the first :meth:`enqueue`, on the device of the embeddings, in their computation dtype
     (float32 under bf16/fp16 autocast, float64 stays). :meth:`state_dict`/:meth:`load_state_dict` carry it (storage and
     FIFO pointer) into checkpoints, so a resumed run ranks against the same memory as the uninterrupted one
-    (:class:`ranklit.training.ResumableTraining` does it). Under DDP every rank enqueues the same gathered batch, so
+    (:class:`ranklit.callbacks.ResumableTraining` does it). Under DDP every rank enqueues the same gathered batch, so
     the memories stay identical and one copy is saved.
 
     Memory: ``size × (D × 4 + 8 (L + 1))`` bytes. Time per step: one ``O(size)`` id lookup; the loss then ranks

@@ -4,7 +4,7 @@ Lightning's own ``SIGTERM`` handler forwards the signal to the launcher's childr
 (``broadcast``) inside the handler, whichever collective the other processes are in at that moment: a ``SIGTERM``
 sent to every process of a DDP run (what a scheduler or ``docker stop`` does) deadlocks it. :class:`StopSignals`
 replaces the handlers of ``SIGTERM``, ``SIGINT`` (Ctrl-C) and ``SIGUSR1`` (unless SLURM's auto-requeue uses it):
-the handler only records the request. :func:`agree_to_stop`, called by :class:`ranklit.training.FaultTolerance` at
+the handler only records the request. :func:`agree_to_stop`, called by :class:`ranklit.callbacks.FaultTolerance` at
 the end of a training batch and of a training epoch, combines the requests of all processes (one ``all_reduce`` of a
 single integer, the largest signal number) so that every process stops after the same batch, wherever the signal
 was sent (one process or all of them):
@@ -12,7 +12,7 @@ was sent (one process or all of them):
 * a request during a training batch stops the run at the end of that batch (Lightning's ``SIGTERMException``, after
   which ``FaultTolerance`` saves ``interrupted.ckpt``), except the last batch of an epoch;
 * a request during the last batch of an epoch or during a validation lets the epoch finish: its validation, its
-  ``metrics.csv`` rows and its epoch-end checkpoint (:class:`ranklit.training.RunCheckpoint`), then stops;
+  ``metrics.csv`` rows and its epoch-end checkpoint (:class:`ranklit.callbacks.RunCheckpoint`), then stops;
 * a request during the step-0 baseline validation is kept: the run stops at the end of its first training batch;
 * a second Ctrl-C raises ``KeyboardInterrupt`` at once (no checkpoint is then written: the state may be mid-step).
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ranklit.cli import main
-from ranklit.config_files import config_dir
+from ranklit.cli.config_files import config_dir
 from tests.tiny import synthetic_args
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))
@@ -181,17 +181,6 @@ def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> N
         main(["fit", "--config", "quickstart.yaml", "--data.eval_batch_sise=32"])
     assert exit_info.value.code != 0
     assert "batch_sise" in capsys.readouterr().err
-
-
-def test_losses_metrics_and_data_do_not_import_lightning() -> None:
-    """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
-    code = (
-        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
-        "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
-        "assert not bad, bad"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
 
 
 # Every user error: (name, command line, what stderr must say). `{root}` is the folder of the planted mistakes.

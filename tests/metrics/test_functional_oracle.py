@@ -162,7 +162,7 @@ def test_scikit_learn_on_tied_scores() -> None:
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import positive_ranks
+    from ranklit.functional import _positive_ranks as positive_ranks
 
     monkeypatch.setattr(positive_ranks, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
     monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", 3)
@@ -174,7 +174,7 @@ def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pyte
 
 @pytest.mark.parametrize("tile_rows", [32, 2])  # one tile; tiles of 2 rows
 def test_both_counting_strategies_agree(tile_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import positive_ranks
+    from ranklit.functional import _positive_ranks as positive_ranks
 
     monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", tile_rows)
     monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 0)

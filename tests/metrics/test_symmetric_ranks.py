@@ -10,9 +10,11 @@ import math
 import pytest
 import torch
 
-from ranklit.functional import metrics, positive_ranks, symmetric_ranks
-from ranklit.functional.positive_ranks import count_at_least
-from ranklit.functional.symmetric_ranks import class_blocks
+from ranklit.functional import _positive_ranks as positive_ranks
+from ranklit.functional import _symmetric_ranks as symmetric_ranks
+from ranklit.functional import metrics
+from ranklit.functional._positive_ranks import count_at_least
+from ranklit.functional._symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
 # The ranking arithmetic on raw dot products (integer coordinates give exact ties); normalisation: test_raw_inputs.py

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ranklit.data.datasets import SyntheticHierarchy
+from tests.callbacks.faults_harness import RUN, assert_same_run, resume_step, run, signal_at
 from tests.tiny import SMALL, synthetic_args
-from tests.training.faults_harness import RUN, assert_same_run, resume_step, run, signal_at
 
 OPTIONS = {"levels": 2, "num_coarse": 4, "fine_per_parent": 8, "images_per_class": 8, "image_size": 32}
 
@@ -28,7 +28,7 @@ MULTISTAGE_AND_MEMORY = [
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The uninterrupted 2-process run of :mod:`tests.training.faults_harness` (2 epochs of 4 steps)."""
+    """The uninterrupted 2-process run of :mod:`tests.callbacks.faults_harness` (2 epochs of 4 steps)."""
     folder = tmp_path_factory.mktemp("ddp-reference")
     result = run(folder, "lightning", 0)
     assert result.returncode == 0, result.stderr[-3000:]

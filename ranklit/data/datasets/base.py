@@ -68,7 +68,7 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     """The item every ranklit dataset returns: ``{"image": transform(image), "label": label, "index": index}``.
 
     An ``index`` with an ``augmentation_seed`` (what the ranklit batch samplers yield, see
-    :class:`ranklit.data._sampling.SeededIndex`) runs the transform under that seed, with the global torch and Python
+    :class:`ranklit.data.sampler_base.SeededIndex`) runs the transform under that seed, with the global torch and Python
     random states saved and restored around it: the same augmentation in every worker, process and resumed run.
     """
     seed: int | None = getattr(index, "augmentation_seed", None)

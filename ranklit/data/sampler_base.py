@@ -1,11 +1,15 @@
-"""Helpers of the batch samplers: their epoch/rank machinery, process-group defaults, label checks, per-class draws,
-batch counts."""
+"""The base class of every ranklit batch sampler, :class:`EpochBatchSampler`, and the helpers a subclass uses.
+
+A sampler derives from it, calls :meth:`EpochBatchSampler.setup_batches` in ``__init__``, sets ``num_batches``
+(:func:`batches_per_rank`) and implements the hook :meth:`EpochBatchSampler.plan_epoch`: the batches of one epoch,
+drawn with the generator it receives. The base class does the rest: epoch seeds, the split between DDP ranks, the
+resumable position and the per-sample augmentation seeds (:class:`SeededIndex`). ``docs/extending.md`` has an
+example."""
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,16 +24,7 @@ __all__ = [
     "EpochBatchSampler",
     "SeededIndex",
     "batches_per_rank",
-    "cycled_permutation",
-    "draw_classes",
-    "group_by_super_class",
-    "class_members",
-    "classes_with_super_class",
-    "draw_from_class",
-    "eligible_classes",
-    "epoch_length",
     "label_matrix",
-    "positive_int",
     "option",
     "process_group",
 ]
@@ -67,91 +62,6 @@ def option(name: str) -> str:
     '`p` (CLI: `--data.batch_sampler.init_args.p`)'
     """
     return f"`{name}` (CLI: `--data.batch_sampler.init_args.{name}`)"
-
-
-def epoch_length(value: int | str, named: dict[str, float]) -> float:
-    """Batches per epoch (over all ranks) from ``batches_per_epoch``: a positive integer, or one of the names of
-    ``named`` (e.g. ``"images"``: one pass over the images) mapped to its number of batches.
-
-    >>> epoch_length("images", {"images": 12.5, "classes": 2.0}), epoch_length(7, {"images": 12.5})
-    (12.5, 7)
-    """
-    if isinstance(value, str):
-        if value not in named:
-            choices = " or ".join(repr(name) for name in named)
-            raise ValueError(f"{option('batches_per_epoch')} must be a positive integer or {choices}, got {value!r}.")
-        return named[value]
-    return positive_int(value, "batches_per_epoch")
-
-
-def class_members(fine: Tensor) -> list[Tensor]:
-    """For each distinct fine label (in sorted order), the dataset indices holding it (ascending)."""
-    counts = torch.unique(fine, return_counts=True)[1]
-    return list(torch.argsort(fine, stable=True).split(counts.tolist()))
-
-
-def classes_with_super_class(
-    labels: Tensor | Sequence[Sequence[int]], super_column: int
-) -> tuple[list[Tensor], list[int]]:
-    """The members of each fine class (as :func:`class_members`) and each fine class's super-class (column
-    ``super_column``), checking that the labels form a hierarchy."""
-    matrix = label_matrix(labels, 2)
-    if isinstance(super_column, bool) or not isinstance(super_column, int) or not 1 <= super_column < matrix.shape[1]:
-        bounds = f"a coarser column of the {matrix.shape[1]}-column labels (1..L-1)"
-        raise ValueError(f"`super_column` must index {bounds}, got {super_column!r}.")
-    members = class_members(matrix[:, 0])
-    if len(torch.unique(matrix[:, [0, super_column]], dim=0)) != len(members):
-        problem = f"some fine class (column 0) spans several super-classes (column {super_column})"
-        raise ValueError(f"`labels` are not a hierarchy: {problem}; each fine label needs one super-class.")
-    return members, [int(matrix[m[0], super_column]) for m in members]
-
-
-def eligible_classes(members: list[Tensor], k: int, small_classes: str, owner: str) -> list[int]:
-    """Positions of the classes a batch may use, warning about (and maybe skipping) classes with fewer than K images."""
-    if small_classes not in ("replace", "skip"):
-        raise ValueError(f"`small_classes` must be 'replace' or 'skip', got {small_classes!r}.")
-    if small := [c for c, m in enumerate(members) if len(m) < k]:
-        action = "skipped" if small_classes == "skip" else "completed by drawing with replacement"
-        count = f"{len(small)} of {len(members)} classes have fewer than k={k} images"
-        warnings.warn(f"{owner}: {count}; they are {action} (`small_classes={small_classes!r}`).", stacklevel=3)
-    if small_classes == "skip":
-        return [c for c, m in enumerate(members) if len(m) >= k]
-    return list(range(len(members)))
-
-
-def draw_from_class(members: Tensor, k: int, generator: torch.Generator) -> list[int]:
-    """K indices of one class: without replacement, or every image then random repeats if the class has fewer."""
-    n = len(members)
-    picks = torch.randperm(n, generator=generator)[:k]
-    if n < k:
-        picks = torch.cat([picks, torch.randint(n, (k - n,), generator=generator)])
-    return members[picks].tolist()
-
-
-def group_by_super_class(
-    members: list[Tensor], supers: list[int], classes: list[int], half: int, owner: str, noun: str
-) -> list[list[Tensor]]:
-    """The fine classes ``classes`` (positions in ``members``) grouped by super-class, in super-class order; a group
-    with fewer than ``half`` fine classes cannot fill half a batch and is skipped, with a warning naming ``noun``."""
-    groups: dict[int, list[Tensor]] = {}
-    for c in classes:
-        groups.setdefault(supers[c], []).append(members[c])
-    if too_small := sorted(s for s, fine in groups.items() if len(fine) < half):
-        message = f"{len(too_small)} {noun} have fewer than p // 2 = {half} usable fine classes"
-        warnings.warn(f"{owner}: {message} and are skipped: {too_small[:10]}.", stacklevel=3)
-    return [fine for _, fine in sorted(groups.items()) if len(fine) >= half]
-
-
-def draw_classes(
-    classes: list[Tensor], stream: Iterator[int], count: int, k: int, generator: torch.Generator
-) -> list[int]:
-    """``k`` images (:func:`draw_from_class`) of each of the next ``count`` classes of ``stream``."""
-    return [i for c in itertools.islice(stream, count) for i in draw_from_class(classes[c], k, generator)]
-
-
-def cycled_permutation(n: int, generator: torch.Generator) -> Iterator[int]:
-    """A random permutation of ``range(n)``, repeated forever: classes are drawn evenly, in a per-epoch order."""
-    return itertools.cycle(torch.randperm(n, generator=generator).tolist())
 
 
 def batches_per_rank(num_batches: float, world_size: int, drop_last: bool, what: str) -> int:
@@ -220,7 +130,7 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     "Handed out" is not "trained": a ``DataLoader`` with workers draws ``prefetch_factor × num_workers`` batches
     ahead, so a checkpoint must store the number of batches the *trainer* finished instead.
-    :class:`ranklit.training.ResumableTraining` overwrites ``batches`` with the count of Lightning's loop progress.
+    :class:`ranklit.callbacks.ResumableTraining` overwrites ``batches`` with the count of Lightning's loop progress.
     ``set_epoch`` with another epoch starts that epoch from its first batch; with the epoch already selected (what
     Lightning does after a resumption) it keeps the position.
     """
@@ -238,7 +148,12 @@ class EpochBatchSampler(Sampler[list[int]]):
             )
         return super().__new__(cls)
 
-    def _setup(self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool) -> None:
+    def setup_batches(
+        self, p: int, k: int, seed: int, rank: int | None, world_size: int | None, drop_last: bool
+    ) -> None:
+        """Called by a subclass's ``__init__``: batches of ``p × k`` images (``k=1`` for batches not built from
+        classes), the seed of epoch 0, this process's ``rank`` among ``world_size`` (``None``: the running process
+        group's, else 0 of 1) and whether an incomplete last batch is dropped."""
         self.p, self.k = positive_int(p, "p"), positive_int(k, "k")
         self.batch_size = self.p * self.k
         self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
@@ -262,7 +177,7 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     def _iterate(self) -> Iterator[list[int]]:
         epoch, start = self.epoch, self._batches
-        plan = self._plan(torch.Generator().manual_seed(self.seed + epoch))
+        plan = self.plan_epoch(torch.Generator().manual_seed(self.seed + epoch))
         mine = itertools.islice(itertools.cycle(plan), self.rank, self.num_batches * self.world_size, self.world_size)
         self._batches = 0 if start >= self.num_batches else start  # a finished position means a new pass
         for batch in itertools.islice(mine, self._batches, None):
@@ -323,5 +238,11 @@ class EpochBatchSampler(Sampler[list[int]]):
                 )
         self.epoch, self._batches = (epoch + 1, 0) if finished else (epoch, batches)
 
-    def _plan(self, generator: torch.Generator) -> list[list[int]]:
-        raise NotImplementedError
+    def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
+        """The hook of a subclass: the batches of one epoch (lists of dataset indices), drawn with ``generator`` (seeded
+        with ``seed + epoch``) and nothing else, so that every DDP rank plans the same epoch and takes its share. The
+        plan may be longer or shorter than ``num_batches × world_size``: it is cut, or cycled, to that length."""
+        raise NotImplementedError(
+            f"`{type(self).__name__}` must implement `plan_epoch(generator)` (before ranklit 0.2.0 the hook was "
+            "`_plan` and `setup_batches` was `_setup`: rename them)."
+        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit.functional.sharding import QueryShard
+from ranklit.functional._sharding import QueryShard
 
 __all__ = ["QueryValues"]
 

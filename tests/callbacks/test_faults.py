@@ -11,9 +11,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from ranklit.callbacks import FaultTolerance
+from ranklit.callbacks.faults import first_non_finite
 from ranklit.data.datasets.base import load_image
-from ranklit.training import FaultTolerance
-from ranklit.training.faults import first_non_finite
 
 
 class _Model(L.LightningModule):

@@ -9,7 +9,7 @@
   process of the run stops after the same training batch (or at the end of the epoch, after its validation and
   checkpoint, when the signal arrives in its last batch or in a validation), and the state is saved to
   ``dirpath/filename.ckpt``: the resumed run equals the uninterrupted one (with
-  :class:`ranklit.training.ResumableTraining`). A second Ctrl-C stops at once and saves nothing (the state may be
+  :class:`ranklit.callbacks.ResumableTraining`). A second Ctrl-C stops at once and saves nothing (the state may be
   in the middle of an optimiser step): the newest checkpoint written before stays the resume point.
 * **Other exceptions** (a corrupt training image: the error names the file) save the state on the way out, on one
   process only: under several processes an exception on one rank cannot wait for the others, and nothing is saved.
@@ -39,9 +39,9 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit.callbacks.checkpoints import flush_loggers, use_atomic_writes
 from ranklit.checks import positive_int
 from ranklit.compat.lightning import batch_progress
-from ranklit.training.checkpoints import flush_loggers, use_atomic_writes
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite"]

@@ -10,10 +10,11 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
+from ranklit.callbacks import ranking_images
+from ranklit.callbacks.ranking_images import RankingGridLogger
 from ranklit.data import RetrievalDataModule, SyntheticHierarchy
 from ranklit.losses import ROADMAPLoss
-from ranklit.models import EmbeddingNet, RetrievalModule, ranking_images
-from ranklit.models.ranking_images import RankingGridLogger
+from ranklit.models import EmbeddingNet, RetrievalModule
 from tests.tiny import SMALL, tiny_datamodule
 
 

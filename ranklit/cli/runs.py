@@ -3,8 +3,8 @@
 A run lives in ``<save_dir>/<name>/version_<n>/`` (its logs, ``config.yaml`` and ``checkpoints/``). Resuming it means
 finding the newest version that has a resumable checkpoint (``ranklit test``/``predict`` create versions without
 any), its newest checkpoint that loads and is complete (``last.ckpt`` and its rotated predecessors ``last-<n>.ckpt``
-of :class:`ranklit.training.RunCheckpoint`, the interruption checkpoint ``interrupted.ckpt`` of
-:class:`ranklit.training.FaultTolerance`), and continuing to log into the same version, without the rows logged
+of :class:`ranklit.callbacks.RunCheckpoint`, the interruption checkpoint ``interrupted.ckpt`` of
+:class:`ranklit.callbacks.FaultTolerance`), and continuing to log into the same version, without the rows logged
 after that checkpoint.
 """
 
@@ -152,7 +152,7 @@ class RunSnapshot:
 
     The contents and modification times of every file but the checkpoints are kept in memory (logs and configs:
     small); :meth:`restore` rewrites those that changed, removes the files that appeared, and checks that no
-    checkpoint changed (a refused resume writes none: :class:`ranklit.training.FaultTolerance` saves nothing before
+    checkpoint changed (a refused resume writes none: :class:`ranklit.callbacks.FaultTolerance` saves nothing before
     the first trained batch).
 
     Example:

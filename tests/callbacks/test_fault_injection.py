@@ -1,6 +1,6 @@
 """Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints.
 
-Every case interrupts the tiny quick start (:mod:`tests.training.faults_harness`), checks the exit code and the time
+Every case interrupts the tiny quick start (:mod:`tests.callbacks.faults_harness`), checks the exit code and the time
 from the signal to the exit, resumes with ``--resume true`` and compares the end of the resumed run with the
 uninterrupted run of the same launcher and workers (weights, optimiser state, sampler position, ``metrics.csv`` rows
 exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps one kill -9
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.faults_harness import (
+from tests.callbacks.faults_harness import (
     RUN,
     STEPS_PER_EPOCH,
     assert_same_run,

@@ -15,13 +15,14 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from ranklit.training import FaultTolerance, RunCheckpoint, stops
-from ranklit.training.checkpoints import AtomicCheckpointIO
-from ranklit.training.locks import LOCK_FILE, RunLock, RunLocked, lock_holder
-from ranklit.training.new_rates import NewLearningRates
-from ranklit.training.runs import latest_checkpoint
+from ranklit.callbacks import FaultTolerance, RunCheckpoint
+from ranklit.callbacks.checkpoints import AtomicCheckpointIO
+from ranklit.callbacks.locks import LOCK_FILE, RunLock, RunLocked, lock_holder
+from ranklit.callbacks.new_rates import NewLearningRates
+from ranklit.cli.runs import latest_checkpoint
+from ranklit.training import stops
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
-from tests.training.test_faults import _Images, _Model
+from tests.callbacks.test_faults import _Images, _Model
 
 
 class _Saves(Callback):
@@ -60,7 +61,7 @@ def test_schedule_without_options_saves_each_epoch_end_only(tmp_path: Path) -> N
 
 def test_every_minutes_saves_when_the_time_is_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(range(0, 10_000, 50))  # each reading of the clock is 50 s later
-    monkeypatch.setattr("ranklit.training.checkpoints.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("ranklit.callbacks.checkpoints.time.monotonic", lambda: next(clock))
     saves = _fit(tmp_path, RunCheckpoint(tmp_path, every_minutes=2), epochs=1)
     assert saves.steps[-1] == 8 and len(saves.steps) >= 2  # at least once within the epoch, then its end
 

@@ -5,7 +5,7 @@ Sorting the items by (class size, label) and cutting that order at class boundar
 puts every positive of a query in the query's own block (:func:`class_blocks`). Then
 
 * the diagonal tile ``E_I E_I^T`` holds the positives' scores of block ``I`` (the thresholds of
-  :func:`~ranklit.functional.positive_ranks.count_at_least`) and their counts inside ``I``;
+  :func:`~ranklit.functional._positive_ranks.count_at_least`) and their counts inside ``I``;
 * an off-diagonal tile ``T = E_I E_J^T`` (``I < J``) holds negatives only. It is computed once and counted twice:
   along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile).
 
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor
 
-from ranklit.functional.positive_ranks import SortedKeys, count_at_least, sort_positive_scores
-from ranklit.functional.sharding import QueryShard
+from ranklit.functional._positive_ranks import SortedKeys, count_at_least, sort_positive_scores
+from ranklit.functional._sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
 
 __all__ = ["class_blocks", "symmetric_positive_counts", "symmetric_tile_size"]
@@ -93,7 +93,7 @@ def symmetric_positive_counts(
 
     Yields:
         For each block (of this process), ``(rows, descending, valid, at_least, above)``: the queries' positions in
-        ``embeddings`` and, as :func:`~ranklit.functional.positive_ranks.positive_counts` returns them, their
+        ``embeddings`` and, as :func:`~ranklit.functional._positive_ranks.positive_counts` returns them, their
         positives' scores in decreasing order, which are real, and the counts (``above`` is ``None`` unless
         ``strict``).
 

@@ -8,11 +8,12 @@ import lightning
 import pytest
 import torch
 
+from ranklit.callbacks import load_predictions
 from ranklit.cli import main
 from ranklit.data import RevisitedTestSet, SyntheticHierarchy
 from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.functional.whitening import learn_whitening
-from ranklit.models import EmbeddingNet, load_predictions
+from ranklit.models import EmbeddingNet
 from tests.cli.test_cli import TINY
 from tests.data import layouts
 from tests.oracles.landmarks import official_revisited, oracle_alpha_qe

@@ -20,11 +20,12 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
+from ranklit.callbacks import FaultTolerance, ResumableTraining
 from ranklit.data import PKSampler, SyntheticHierarchy
 from ranklit.data.transforms import test_transform, train_transform
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
-from ranklit.training import CrossBatchMemory, FaultTolerance, MultistageBackprop, ResumableTraining
+from ranklit.training import CrossBatchMemory, MultistageBackprop
 
 DATA = {"num_coarse": 2, "fine_per_parent": 4, "images_per_class": 4, "image_size": 32}
 EPOCHS, BATCHES = 2, 4

@@ -1,0 +1,131 @@
+"""The layout's dependency arrows (DESIGN.md "Layout", docs/api/index.md): checked statically on the import statements
+of the source (``ast``: every import, at module level or inside a function), and, for the promise users rely on, by
+importing in a fresh process."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
+HELPERS = {"ranklit.checks", "ranklit.errors", "ranklit.revisited_protocols", "ranklit._moved"}  # import no ranklit
+INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
+
+
+def _imports(path: Path) -> set[str]:
+    """The absolute module names ``path`` imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: a relative import (the package uses absolute ones)"
+            assert node.module is not None
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+SOURCES = {_module(path): _imports(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _offending(modules: str, allowed: object) -> list[str]:
+    """``module imports name`` for each import of the modules under ``modules`` that ``allowed(name)`` refuses."""
+    return [
+        f"{module} imports {name}"
+        for module, names in SOURCES.items()
+        if _within(module, modules)
+        for name in sorted(names)
+        if not allowed(name)  # type: ignore[operator]
+    ]
+
+
+def test_the_checks_see_the_whole_package() -> None:
+    assert {"ranklit.cli.app", "ranklit.callbacks.resume", "ranklit.functional.metrics"} <= set(SOURCES)
+    assert "ranklit.cli.app" in SOURCES["ranklit.cli"]  # `from ranklit.cli.app import ...` is seen
+
+
+def test_nothing_imports_the_command_line() -> None:
+    assert not [
+        f"{module} imports {name}"
+        for module, names in SOURCES.items()
+        if not _within(module, "ranklit.cli")
+        for name in names
+        if _within(name, "ranklit.cli")
+    ]
+
+
+def _stdlib(name: str) -> bool:
+    return name.split(".")[0] in sys.stdlib_module_names
+
+
+def test_functional_imports_torch_only() -> None:
+    """Plus the standard library, the dependency-free top-level helpers and numpy (the ``.npy`` descriptor shards of
+    ``functional/descriptors.py``, numpy being a dependency of torch's ``Tensor.numpy`` anyway)."""
+
+    def allowed(name: str) -> bool:
+        return (
+            _stdlib(name)
+            or name.split(".")[0] in ("torch", "numpy")
+            or _within(name, "ranklit.functional")
+            or any(_within(name, helper) for helper in HELPERS)
+        )
+
+    assert not _offending("ranklit.functional", allowed)
+
+
+def test_data_imports_lightning_only_in_the_datamodule() -> None:
+    found = [o for o in _offending("ranklit.data", lambda n: not _within(n, "lightning")) if "datamodule " not in o]
+    assert not found
+
+
+@pytest.mark.parametrize("layer", ["ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.data"])
+def test_the_lower_layers_do_not_import_the_callbacks(layer: str) -> None:
+    assert not _offending(layer, lambda n: not _within(n, "ranklit.callbacks"))
+
+
+def test_the_top_level_helpers_import_nothing_of_ranklit() -> None:
+    for helper in HELPERS:
+        assert not [name for name in SOURCES[helper] if _within(name, "ranklit")], helper
+
+
+def _table() -> dict[str, set[str]]:
+    """``package: the ranklit packages it may import`` from the table of docs/api/index.md."""
+    rows = re.findall(r"^\| \[`(ranklit\.\w+)`\]\([^)]*\) \| [^|]* \| ([^|]*) \|", INDEX.read_text(), flags=re.M)
+    return {package: {f"ranklit.{name}" for name in re.findall(r"`(\w+)`", imports)} for package, imports in rows}
+
+
+def test_the_api_index_says_what_each_package_imports() -> None:
+    table = _table()
+    packages = {name for name in SOURCES if name.count(".") == 1 and (PACKAGE / name.split(".")[1]).is_dir()}
+    assert set(table) == packages - {"ranklit.compat"}, "a package without its row in docs/api/index.md"
+    for package, allowed in table.items():
+        if package == "ranklit.cli":
+            continue  # "everything"
+        homes = {package, *allowed, *HELPERS}
+        found = _offending(package, lambda n, ok=homes: not _within(n, "ranklit") or any(_within(n, h) for h in ok))
+        assert not found, f"docs/api/index.md does not list what these import: {found}"
+
+
+def test_losses_metrics_and_data_do_not_import_lightning() -> None:
+    """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
+    code = (
+        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
+        "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
