@@ -7,7 +7,9 @@ puts every positive of a query in the query's own block (:func:`class_blocks`). 
 * the diagonal tile ``E_I E_I^T`` holds the positives' scores of block ``I`` (the thresholds of
   :func:`~ranklit.functional.positive_ranks.count_at_least`) and their counts inside ``I``;
 * an off-diagonal tile ``T = E_I E_J^T`` (``I < J``) holds negatives only. It is computed once and counted twice:
-  along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile).
+  along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile). On CPU
+  one pass finds the items at or above the lowest positive score of their row or of their column, and only those
+  are counted (:func:`~ranklit.functional.positive_ranks.count_at_least`), when they are few.
 
 So half of the score matrix is computed, every comparison pass reads a cache-sized tile, and blocks hold classes of
 similar size, so few thresholds are padding. A pair's score is one number shared by both of its rows; ties are exact
@@ -22,7 +24,14 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor
 
-from ranklit.functional.positive_ranks import SortedKeys, count_at_least, sort_positive_scores
+from ranklit.functional.positive_ranks import (
+    SortedKeys,
+    count_at_least,
+    counts_from_items,
+    items_at_least,
+    lowest_thresholds,
+    sort_positive_scores,
+)
 from ranklit.functional.sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
 
@@ -187,9 +196,26 @@ def _count_negatives(
     for j in columns:
         tiles.load_columns(*blocks[j])
         negatives = tiles.product()
+        found = None if negatives.is_cuda else _items_for_both(negatives, thresholds[i], thresholds[j])
         for s in range(thresholds[i].shape[0]):
-            counts[i][s] += count_at_least(negatives, thresholds[i][s])
-            counts[j][s] += count_at_least(negatives, thresholds[j][s], transposed=True)
+            if found is None:
+                counts[i][s] += count_at_least(negatives, thresholds[i][s])
+                counts[j][s] += count_at_least(negatives, thresholds[j][s], transposed=True)
+            else:
+                where, values = found
+                counts[i][s] += counts_from_items(where[:, 0], values, thresholds[i][s])
+                counts[j][s] += counts_from_items(where[:, 1], values, thresholds[j][s])
+
+
+def _items_for_both(
+    negatives: Tensor, row_thresholds: Tensor, column_thresholds: Tensor
+) -> tuple[Tensor, Tensor] | None:
+    """The items of a tile at or above the lowest threshold of their row or of their column (the "at least" ones,
+    below the "strictly above" ones): one pass finds what both halves count (``None``: passes cost less).
+    """
+    bound = torch.minimum(lowest_thresholds(row_thresholds[0])[:, None], lowest_thresholds(column_thresholds[0]))
+    passes = sum(t.shape[0] * t.shape[2] for t in (row_thresholds, column_thresholds))
+    return items_at_least(negatives, bound, passes, placements=2 * row_thresholds.shape[0])
 
 
 class _Tiles:

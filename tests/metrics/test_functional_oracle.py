@@ -58,6 +58,7 @@ def test_flat_self_retrieval(seed: int, ties: bool) -> None:
 @pytest.mark.parametrize("sizes", [(3,), (2, 3)])
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("alpha", [1.0, 3.0])
+@pytest.mark.usefixtures("counting")
 def test_hierarchical_self_retrieval(sizes: tuple[int, ...], ties: bool, alpha: float) -> None:
     g = torch.Generator().manual_seed(len(sizes) + int(ties))
     e = _data(28, 3, len(sizes), ties)
@@ -67,6 +68,7 @@ def test_hierarchical_self_retrieval(sizes: tuple[int, ...], ties: bool, alpha: 
 
 
 @pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.usefixtures("counting")
 def test_query_gallery_with_ids_and_junk(ties: bool) -> None:
     g = torch.Generator().manual_seed(3)
     queries, gallery = _data(12, 3, 5, ties), _data(25, 3, 6, ties)

@@ -43,6 +43,7 @@ def _uses_symmetric_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize(("ties", "policy"), [(False, "pessimistic"), (True, "pessimistic"), (True, "optimistic")])
 @pytest.mark.parametrize("tile", [12, 24, 200])
+@pytest.mark.usefixtures("counting")
 def test_symmetric_path_matches_the_oracle(
     tile: int, ties: bool, policy: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,6 +61,7 @@ def test_symmetric_path_matches_the_oracle(
     _assert_close(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 2, 5), ties=policy))
 
 
+@pytest.mark.usefixtures("counting")
 def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ties between items of different tiles need each pair's float32 score to be the same number wherever the tile
     product computes it: copies of random (non-integer) vectors under other labels must still tie exactly."""
@@ -74,6 +76,7 @@ def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+@pytest.mark.usefixtures("counting")
 def test_symmetric_and_row_paths_agree(ties: str) -> None:
     g = torch.Generator().manual_seed(2)
     e = torch.randint(-2, 3, (150, 3), generator=g).float()  # many ties (the oracle of "average" is too slow here)
@@ -121,7 +124,8 @@ def test_class_blocks_hold_whole_classes_in_size_order(tile: int) -> None:
         assert stop - start < tile + int(sizes[start:stop].max())
 
 
-@pytest.mark.parametrize("max_passes", [64, 1])  # comparison passes; binary search
+@pytest.mark.parametrize("max_passes", [64, 1])  # comparison passes; binary search (when counting by passes)
+@pytest.mark.usefixtures("counting")
 def test_transposed_counts_equal_row_counts(max_passes: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(positive_ranks, "_MAX_PASSES", max_passes)
     g = torch.Generator().manual_seed(0)
@@ -131,3 +135,32 @@ def test_transposed_counts_equal_row_counts(max_passes: int, monkeypatch: pytest
     real = torch.isfinite(thresholds)
     for got in (count_at_least(scores, thresholds), count_at_least(scores.T.contiguous(), thresholds, transposed=True)):
         assert torch.equal(got[real], expected[real])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_items_clearing_the_lowest_threshold_give_the_exact_counts(transposed: bool) -> None:
+    """Counting from the items at or above each row's lowest threshold, on many small random cases with ties, rows of
+    padding only and removed items (``-inf``), against the definition."""
+    g = torch.Generator().manual_seed(11)
+    for _ in range(100):
+        rows, items, width = (int(torch.randint(1, high, (1,), generator=g)) for high in (8, 50, 9))
+        scores = torch.randint(0, 8, (rows, items), generator=g).float()
+        scores[:, :2] = float("-inf")
+        real = torch.arange(width)[None, :] < torch.randint(0, width + 1, (rows, 1), generator=g)
+        thresholds = torch.where(real, torch.randint(0, 12, (rows, width), generator=g).float(), float("-inf"))
+        thresholds = thresholds.sort(1, descending=True).values
+        lowest = positive_ranks.lowest_thresholds(thresholds)
+        tile = scores.T.contiguous() if transposed else scores
+        found = positive_ranks.items_at_least(tile, lowest[None, :] if transposed else lowest[:, None], math.inf)
+        assert found is not None
+        where, values = found
+        got = positive_ranks.counts_from_items(where[:, int(transposed)], values, thresholds)
+        expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
+        real = torch.isfinite(thresholds)
+        assert torch.equal(got[real], expected[real])
+
+
+def test_too_many_items_clearing_the_bound_fall_back_to_passes() -> None:
+    scores = torch.arange(64.0).view(8, 8)
+    assert positive_ranks.items_at_least(scores, torch.full((8, 1), 62.0), passes=8.0) is not None  # 2 of 64 items
+    assert positive_ranks.items_at_least(scores, torch.full((8, 1), 0.0), passes=8.0) is None  # all of them

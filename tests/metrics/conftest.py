@@ -1,0 +1,20 @@
+"""Fixtures of the metric tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from ranklit.functional import positive_ranks
+
+
+@pytest.fixture(params=["passes", "items"])
+def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Force one way of counting the items at or above each positive on CPU: a comparison pass per threshold
+    (``"passes"``), or finding the items that clear the lowest threshold and placing them (``"items"``). Which one the
+    cost estimate picks must never change a value."""
+    if request.param == "passes":
+        monkeypatch.setattr(positive_ranks, "_FIND_COST", float("inf"))
+    else:
+        monkeypatch.setattr(positive_ranks, "_FIND_COST", 0.0)
+        monkeypatch.setattr(positive_ranks, "_PLACE_COST", 0.0)
+    return str(request.param)
