@@ -5,11 +5,11 @@ Sorting the items by (class size, label) and cutting that order at class boundar
 puts every positive of a query in the query's own block (:func:`class_blocks`). Then
 
 * the diagonal tile ``E_I E_I^T`` holds the positives' scores of block ``I`` (the thresholds of
-  :func:`~ranklit.functional.positive_ranks.count_at_least`) and their counts inside ``I``;
+  :func:`~ranklit.functional._counting.count_at_least`) and their counts inside ``I``;
 * an off-diagonal tile ``T = E_I E_J^T`` (``I < J``) holds negatives only. It is computed once and counted twice:
   along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile). On CPU
   one pass finds the items at or above the lowest positive score of their row or of their column, and only those
-  are counted (:func:`~ranklit.functional.positive_ranks.count_at_least`), when they are few.
+  are counted (:func:`~ranklit.functional._counting.count_at_least`), when they are few.
 
 So half of the score matrix is computed, every comparison pass reads a cache-sized tile, and blocks hold classes of
 similar size, so few thresholds are padding. A pair's score is one number shared by both of its rows; ties are exact
@@ -24,14 +24,8 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor
 
-from ranklit.functional.positive_ranks import (
-    SortedKeys,
-    count_at_least,
-    counts_from_items,
-    items_at_least,
-    lowest_thresholds,
-    sort_positive_scores,
-)
+from ranklit.functional._counting import count_at_least, counts_from_items, items_at_least, lowest_thresholds
+from ranklit.functional.positive_ranks import SortedKeys, sort_positive_scores
 from ranklit.functional.sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
 

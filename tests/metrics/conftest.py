@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ranklit.functional import positive_ranks
+from ranklit.functional import _counting
 
 
 @pytest.fixture(params=["passes", "items"])
@@ -13,8 +13,8 @@ def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     (``"passes"``), or finding the items that clear the lowest threshold and placing them (``"items"``). Which one the
     cost estimate picks must never change a value."""
     if request.param == "passes":
-        monkeypatch.setattr(positive_ranks, "_FIND_COST", float("inf"))
+        monkeypatch.setattr(_counting, "_FIND_COST", float("inf"))
     else:
-        monkeypatch.setattr(positive_ranks, "_FIND_COST", 0.0)
-        monkeypatch.setattr(positive_ranks, "_PLACE_COST", 0.0)
+        monkeypatch.setattr(_counting, "_FIND_COST", 0.0)
+        monkeypatch.setattr(_counting, "_PLACE_COST", 0.0)
     return str(request.param)

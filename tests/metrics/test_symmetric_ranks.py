@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from ranklit.functional import metrics, positive_ranks, symmetric_ranks
-from ranklit.functional.positive_ranks import count_at_least
+from ranklit.functional import _counting, metrics, symmetric_ranks
+from ranklit.functional._counting import count_at_least
 from ranklit.functional.symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
@@ -127,7 +127,7 @@ def test_class_blocks_hold_whole_classes_in_size_order(tile: int) -> None:
 @pytest.mark.parametrize("max_passes", [64, 1])  # comparison passes; binary search (when counting by passes)
 @pytest.mark.usefixtures("counting")
 def test_transposed_counts_equal_row_counts(max_passes: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(positive_ranks, "_MAX_PASSES", max_passes)
+    monkeypatch.setattr(_counting, "_MAX_PASSES", max_passes)
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 6, (9, 50), generator=g).float()
     thresholds = torch.cat([scores[:, :4], torch.full((9, 2), float("-inf"))], 1).sort(1, descending=True).values
@@ -149,12 +149,12 @@ def test_items_clearing_the_lowest_threshold_give_the_exact_counts(transposed: b
         real = torch.arange(width)[None, :] < torch.randint(0, width + 1, (rows, 1), generator=g)
         thresholds = torch.where(real, torch.randint(0, 12, (rows, width), generator=g).float(), float("-inf"))
         thresholds = thresholds.sort(1, descending=True).values
-        lowest = positive_ranks.lowest_thresholds(thresholds)
+        lowest = _counting.lowest_thresholds(thresholds)
         tile = scores.T.contiguous() if transposed else scores
-        found = positive_ranks.items_at_least(tile, lowest[None, :] if transposed else lowest[:, None], math.inf)
+        found = _counting.items_at_least(tile, lowest[None, :] if transposed else lowest[:, None], math.inf)
         assert found is not None
         where, values = found
-        got = positive_ranks.counts_from_items(where[:, int(transposed)], values, thresholds)
+        got = _counting.counts_from_items(where[:, int(transposed)], values, thresholds)
         expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
         real = torch.isfinite(thresholds)
         assert torch.equal(got[real], expected[real])
@@ -162,5 +162,5 @@ def test_items_clearing_the_lowest_threshold_give_the_exact_counts(transposed: b
 
 def test_too_many_items_clearing_the_bound_fall_back_to_passes() -> None:
     scores = torch.arange(64.0).view(8, 8)
-    assert positive_ranks.items_at_least(scores, torch.full((8, 1), 62.0), passes=8.0) is not None  # 2 of 64 items
-    assert positive_ranks.items_at_least(scores, torch.full((8, 1), 0.0), passes=8.0) is None  # all of them
+    assert _counting.items_at_least(scores, torch.full((8, 1), 62.0), passes=8.0) is not None  # 2 of 64 items
+    assert _counting.items_at_least(scores, torch.full((8, 1), 0.0), passes=8.0) is None  # all of them
