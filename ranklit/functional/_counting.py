@@ -102,7 +102,7 @@ def counts_from_items(rows: Tensor, values: Tensor, thresholds: Tensor) -> Tenso
     num_rows, width = thresholds.shape
     at_or_below = thresholds.index_select(0, rows)
     torch.le(at_or_below, values[:, None], out=at_or_below)  # 1.0 where a threshold is at or below the item
-    first = rows * (width + 1) + (width - at_or_below.sum(1)).long()
+    first = rows * (width + 1) + (width - torch.mv(at_or_below, at_or_below.new_ones(width))).long()  # exact sums
     histogram = torch.zeros(num_rows * (width + 1), dtype=torch.int64, device=thresholds.device)
     histogram.index_add_(0, first, torch.ones_like(first))
     return histogram.view(num_rows, width + 1)[:, :width].cumsum(1)
