@@ -7,10 +7,13 @@ pessimistic ranks. :func:`count_at_least` picks the cheapest of three exact ways
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
-__all__ = ["count_at_least", "counts_from_items", "items_at_least", "lowest_thresholds"]
+__all__ = ["count_at_least", "counts_from_items", "items_at_least", "lowest_thresholds", "worth_finding"]
 
 
 def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = False) -> Tensor:
@@ -49,11 +52,13 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
     return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
 
 _MAX_PASSES = 64
-# Costs on CPU in units of one comparison pass over an item (measured on 1024 x 1024 tiles with 9 thresholds a row,
-# torch 2.14): finding the items that clear a bound costs about 4 passes per item of the tile, placing one such item
-# among its row's thresholds about 50.
-_FIND_COST, _PLACE_COST = 4.0, 50.0
+# Costs on CPU in units of one comparison pass over an item (measured on 1024 x 1024 tiles, torch 2.14, one thread):
+# finding the items that clear a bound costs about 4.5 per item of the tile; placing one found item among W thresholds
+# about 5 + 4 W; counting by binary search (W > 64) about 40 + 8 log2(W) per item of the tile.
+_FIND_COST, _PLACE_BASE, _PLACE_PER_THRESHOLD = 4.5, 5.0, 4.0
 _SAMPLE_STEP = 8  # the share of items that clear the bound is estimated on every 8th row
+_BLOCK_ELEMENTS = 2**22  # rows of a query chunk are searched in blocks of about 4 M scores (bounded memory)
+_PLACE_ELEMENTS = 2**20  # found items are placed in groups of about 1 M (item, threshold) pairs
 
 
 def lowest_thresholds(thresholds: Tensor) -> Tensor:
@@ -69,23 +74,30 @@ def lowest_thresholds(thresholds: Tensor) -> Tensor:
     return torch.where(num_real > 0, lowest, torch.inf)
 
 
-def items_at_least(
-    scores: Tensor, bound: Tensor, passes: float, placements: int = 1
-) -> tuple[Tensor, Tensor] | None:
-    """``([M, 2] (row, column), [M] value)`` of the entries of ``scores`` at least ``bound`` (broadcast), or ``None``
-    when they are too many: when finding them and placing each of them ``placements`` times
-    (:func:`counts_from_items`) would cost more than ``passes`` comparison passes over ``scores``.
+def worth_finding(scores: Tensor, bound: Tensor, widths: Sequence[int]) -> bool:
+    """Whether finding the entries of ``scores`` at least ``bound`` (broadcast) and placing each of them among
+    thresholds of each of ``widths`` costs less than counting every entry for those thresholds (a comparison pass per
+    threshold, or a binary search beyond 64). The share of such entries is estimated on every 8th row.
 
-    >>> where, values = items_at_least(torch.tensor([[0.9, 0.1], [0.2, 0.7]]), torch.tensor([[0.5], [0.1]]), 50.0)
+    >>> scores = torch.arange(64.0).view(8, 8)
+    >>> worth_finding(scores, torch.full((8, 1), 62.0), [8]), worth_finding(scores, torch.zeros(8, 1), [8])
+    (True, False)
+    """
+    counting = sum(float(w) if w <= _MAX_PASSES else 40.0 + 8.0 * math.log2(w) for w in widths)
+    if scores.is_cuda or counting <= _FIND_COST:
+        return False
+    sample = scores[::_SAMPLE_STEP], bound[::_SAMPLE_STEP] if bound.shape[0] > 1 else bound
+    share = int(torch.count_nonzero(torch.ge(*sample))) / max(sample[0].numel(), 1)
+    return _FIND_COST + share * sum(_PLACE_BASE + _PLACE_PER_THRESHOLD * w for w in widths) < counting
+
+
+def items_at_least(scores: Tensor, bound: Tensor) -> tuple[Tensor, Tensor]:
+    """``([M, 2] (row, column), [M] value)`` of the entries of ``scores`` at least ``bound`` (broadcast), row by row.
+
+    >>> where, values = items_at_least(torch.tensor([[0.9, 0.1], [0.2, 0.7]]), torch.tensor([[0.5], [0.1]]))
     >>> where.tolist(), values.tolist()
     ([[0, 0], [1, 0], [1, 1]], [0.8999999761581421, 0.20000000298023224, 0.699999988079071])
     """
-    if passes <= _FIND_COST:
-        return None
-    sample = scores[::_SAMPLE_STEP], bound[::_SAMPLE_STEP] if bound.shape[0] > 1 else bound  # every 8th row
-    fraction = int(torch.count_nonzero(torch.ge(*sample))) / max(sample[0].numel(), 1)
-    if _FIND_COST + _PLACE_COST * placements * fraction > passes:
-        return None
     where = torch.nonzero(torch.ge(scores, bound))
     return where, scores[where[:, 0], where[:, 1]]
 
@@ -94,23 +106,28 @@ def counts_from_items(rows: Tensor, values: Tensor, thresholds: Tensor) -> Tenso
     """``[C, W]`` counts ``#{m : rows[m] = c, values[m] >= thresholds[c, i]}`` of decreasing ``[C, W]`` thresholds.
 
     The thresholds at or below an item are a suffix of its row: the counts are the cumulative histogram of where each
-    item's suffix starts, ``O(M W)`` for ``M`` items. ``-inf`` padding gets an arbitrary count (never read).
+    item's suffix starts, ``O(M W)`` for ``M`` items (placed in groups: memory ``O(C W + 2^20)``). ``-inf`` padding
+    gets an arbitrary count (never read).
 
     >>> counts_from_items(torch.tensor([0, 0, 0]), torch.tensor([0.9, 0.5, 0.7]), torch.tensor([[0.7, 0.5]])).tolist()
     [[2, 3]]
     """
     num_rows, width = thresholds.shape
-    at_or_below = thresholds.index_select(0, rows)
-    torch.le(at_or_below, values[:, None], out=at_or_below)  # 1.0 where a threshold is at or below the item
-    first = rows * (width + 1) + (width - torch.mv(at_or_below, at_or_below.new_ones(width))).long()  # exact sums
     histogram = torch.zeros(num_rows * (width + 1), dtype=torch.int64, device=thresholds.device)
-    histogram.index_add_(0, first, torch.ones_like(first))
+    ones = thresholds.new_ones(width)
+    group = max(1, _PLACE_ELEMENTS // max(width, 1))
+    for start in range(0, rows.numel(), group):
+        group_rows, group_values = rows[start : start + group], values[start : start + group]
+        at_or_below = thresholds.index_select(0, group_rows)
+        torch.le(at_or_below, group_values[:, None], out=at_or_below)  # 1.0 where a threshold is at or below
+        first = group_rows * (width + 1) + (width - torch.mv(at_or_below, ones)).long()  # sums of ones: exact
+        histogram.index_add_(0, first, torch.ones_like(first))
     return histogram.view(num_rows, width + 1)[:, :width].cumsum(1)
 
 
 def _count_at_least_above_lowest(scores: Tensor, thresholds: Tensor, transposed: bool) -> Tensor | None:
-    """:func:`count_at_least` from the items that clear each row's lowest threshold only, or ``None`` when one
-    comparison pass per threshold would cost less.
+    """:func:`count_at_least` from the items that clear each row's lowest threshold only, or ``None`` when counting
+    every item costs less (:func:`worth_finding`).
 
     An item below a row's lowest threshold counts for none of that row's thresholds. Ranking metrics are computed on
     embeddings that put most positives near the top, so few items clear the lowest positive score (about 3 % on the
@@ -119,11 +136,18 @@ def _count_at_least_above_lowest(scores: Tensor, thresholds: Tensor, transposed:
     of ``O(N W)``.
     """
     lowest = lowest_thresholds(thresholds)
-    found = items_at_least(scores, lowest[None, :] if transposed else lowest[:, None], thresholds.shape[1])
-    if found is None:
+    bound = lowest[None, :] if transposed else lowest[:, None]
+    if not worth_finding(scores, bound, [thresholds.shape[1]]):
         return None
-    where, values = found
-    return counts_from_items(where[:, 1] if transposed else where[:, 0], values, thresholds)
+    if transposed:  # a tile of the symmetric path: already cache-sized
+        where, values = items_at_least(scores, bound)
+        return counts_from_items(where[:, 1], values, thresholds)
+    step = max(1, _BLOCK_ELEMENTS // max(scores.shape[1], 1))
+    blocks = []
+    for start in range(0, scores.shape[0], step):
+        where, values = items_at_least(scores[start : start + step], bound[start : start + step])
+        blocks.append(counts_from_items(where[:, 0], values, thresholds[start : start + step]))
+    return torch.cat(blocks) if blocks else thresholds.new_zeros(thresholds.shape, dtype=torch.int64)
 
 
 def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor, transposed: bool = False) -> Tensor:

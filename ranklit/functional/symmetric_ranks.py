@@ -24,7 +24,13 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor
 
-from ranklit.functional._counting import count_at_least, counts_from_items, items_at_least, lowest_thresholds
+from ranklit.functional._counting import (
+    count_at_least,
+    counts_from_items,
+    items_at_least,
+    lowest_thresholds,
+    worth_finding,
+)
 from ranklit.functional.positive_ranks import SortedKeys, sort_positive_scores
 from ranklit.functional.sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
@@ -190,7 +196,7 @@ def _count_negatives(
     for j in columns:
         tiles.load_columns(*blocks[j])
         negatives = tiles.product()
-        found = None if negatives.is_cuda else _items_for_both(negatives, thresholds[i], thresholds[j])
+        found = _items_for_both(negatives, thresholds[i], thresholds[j])
         for s in range(thresholds[i].shape[0]):
             if found is None:
                 counts[i][s] += count_at_least(negatives, thresholds[i][s])
@@ -205,11 +211,11 @@ def _items_for_both(
     negatives: Tensor, row_thresholds: Tensor, column_thresholds: Tensor
 ) -> tuple[Tensor, Tensor] | None:
     """The items of a tile at or above the lowest threshold of their row or of their column (the "at least" ones,
-    below the "strictly above" ones): one pass finds what both halves count (``None``: passes cost less).
+    below the "strictly above" ones): one pass finds what both halves count (``None``: counting all costs less).
     """
     bound = torch.minimum(lowest_thresholds(row_thresholds[0])[:, None], lowest_thresholds(column_thresholds[0]))
-    passes = sum(t.shape[0] * t.shape[2] for t in (row_thresholds, column_thresholds))
-    return items_at_least(negatives, bound, passes, placements=2 * row_thresholds.shape[0])
+    widths = [t.shape[2] for t in (row_thresholds, column_thresholds) for _ in range(t.shape[0])]
+    return items_at_least(negatives, bound) if worth_finding(negatives, bound, widths) else None
 
 
 class _Tiles:

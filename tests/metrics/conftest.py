@@ -15,6 +15,6 @@ def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if request.param == "passes":
         monkeypatch.setattr(_counting, "_FIND_COST", float("inf"))
     else:
-        monkeypatch.setattr(_counting, "_FIND_COST", 0.0)
-        monkeypatch.setattr(_counting, "_PLACE_COST", 0.0)
+        for cost in ("_FIND_COST", "_PLACE_BASE", "_PLACE_PER_THRESHOLD"):
+            monkeypatch.setattr(_counting, cost, 0.0)
     return str(request.param)

@@ -138,9 +138,17 @@ def test_transposed_counts_equal_row_counts(max_passes: int, monkeypatch: pytest
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_items_clearing_the_lowest_threshold_give_the_exact_counts(transposed: bool) -> None:
+@pytest.mark.parametrize("small_blocks", [False, True])  # rows searched and items placed in small groups
+def test_items_clearing_the_lowest_threshold_give_the_exact_counts(
+    transposed: bool, small_blocks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Counting from the items at or above each row's lowest threshold, on many small random cases with ties, rows of
     padding only and removed items (``-inf``), against the definition."""
+    if small_blocks:
+        monkeypatch.setattr(_counting, "_BLOCK_ELEMENTS", 40)
+        monkeypatch.setattr(_counting, "_PLACE_ELEMENTS", 7)
+    for cost in ("_FIND_COST", "_PLACE_BASE", "_PLACE_PER_THRESHOLD"):
+        monkeypatch.setattr(_counting, cost, 0.0)
     g = torch.Generator().manual_seed(11)
     for _ in range(100):
         rows, items, width = (int(torch.randint(1, high, (1,), generator=g)) for high in (8, 50, 9))
@@ -149,18 +157,8 @@ def test_items_clearing_the_lowest_threshold_give_the_exact_counts(transposed: b
         real = torch.arange(width)[None, :] < torch.randint(0, width + 1, (rows, 1), generator=g)
         thresholds = torch.where(real, torch.randint(0, 12, (rows, width), generator=g).float(), float("-inf"))
         thresholds = thresholds.sort(1, descending=True).values
-        lowest = _counting.lowest_thresholds(thresholds)
-        tile = scores.T.contiguous() if transposed else scores
-        found = _counting.items_at_least(tile, lowest[None, :] if transposed else lowest[:, None], math.inf)
-        assert found is not None
-        where, values = found
-        got = _counting.counts_from_items(where[:, int(transposed)], values, thresholds)
+        got = _counting._count_at_least_above_lowest(scores.T if transposed else scores, thresholds, transposed)
+        assert got is not None
         expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
         real = torch.isfinite(thresholds)
         assert torch.equal(got[real], expected[real])
-
-
-def test_too_many_items_clearing_the_bound_fall_back_to_passes() -> None:
-    scores = torch.arange(64.0).view(8, 8)
-    assert _counting.items_at_least(scores, torch.full((8, 1), 62.0), passes=8.0) is not None  # 2 of 64 items
-    assert _counting.items_at_least(scores, torch.full((8, 1), 0.0), passes=8.0) is None  # all of them
