@@ -7,7 +7,8 @@ Every binary retrieval metric is a function of a few numbers per positive ``k`` 
 
 and of the positives' own scores, so only the positives need ordering: sorting the ``R`` positives of a query and
 counting, for each of them, the items of the row that score at least as high costs ``O(N log R)`` instead of the
-``O(N log N)`` of a full sort.
+``O(N log N)`` of a full sort, and ``O(N + M R)`` when only ``M`` items score at least as high as the lowest positive
+(:func:`~ranklit.functional._counting.count_at_least`).
 
 Items removed from a query's ranking (the query itself, junk) carry the score ``-inf``: they never count in a rank and
 are never positives.
@@ -18,9 +19,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ranklit.functional._counting import count_at_least
 from ranklit.functional.ties import strictly_above_thresholds, tie_positives
 
-__all__ = ["SortedKeys", "sort_positive_scores", "count_at_least", "positive_counts", "positive_ranks"]
+__all__ = ["SortedKeys", "sort_positive_scores", "positive_counts", "positive_ranks"]
 
 
 class SortedKeys:
@@ -98,33 +100,6 @@ def sort_positive_scores(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[
     return descending, torch.where(valid, rank_pos, 0), valid, order
 
 
-def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = False) -> Tensor:
-    """``#{j : scores[c, j] >= thresholds[c, i]}`` for each row ``c`` and threshold ``i``, without sorting the rows.
-
-    With few thresholds (``P <= 64``) each count is one vectorised comparison pass over the row (``O(C N P)``); with
-    more, a binary search of every item among the thresholds and a histogram (``O(C N log P)``).
-
-    Args:
-        scores: ``[C, N]`` scores, or ``[N, C]`` (one query per column) when ``transposed``.
-        thresholds: ``[C, P]`` thresholds of each query in decreasing order; ``-inf`` entries are padding (their
-            counts are not meaningful).
-        transposed: the queries are the columns of ``scores`` (the other half of a symmetric tile).
-
-    Returns:
-        ``[C, P]`` int64 counts.
-
-    Example:
-        >>> s = torch.tensor([[0.9, 0.5, 0.7, 0.5, 0.1]])
-        >>> count_at_least(s, torch.tensor([[0.7, 0.5]])).tolist()
-        [[2, 4]]
-        >>> count_at_least(s.T, torch.tensor([[0.7]]), transposed=True).tolist()
-        [[2]]
-    """
-    if thresholds.shape[1] <= _MAX_PASSES:
-        return _count_at_least_by_passes(scores, thresholds, transposed)
-    return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
-
-
 def positive_counts(
     scores: Tensor, index: Tensor, valid: Tensor, *, strict: bool = False
 ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
@@ -173,49 +148,3 @@ def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor
     tied = tie_positives(descending, valid, at_least, None, "pessimistic")
     assert tied.rank is not None and tied.rank_pos is not None
     return torch.where(valid, tied.rank, 0).long(), torch.where(valid, tied.rank_pos, 0).long(), valid
-
-
-_MAX_PASSES = 64
-
-
-def _count_at_least_by_passes(scores: Tensor, thresholds: Tensor, transposed: bool = False) -> Tensor:
-    """:func:`count_at_least` by one vectorised comparison pass per threshold (``-inf`` padding gets no pass).
-
-    On CPU the rows are processed in tiles of about 4 MiB (at least 32 rows), so that the passes over a tile run from
-    the cache (about 4x faster than streaming the whole chunk from memory once per threshold); a transposed input is
-    one tile (callers pass cache-sized tiles).
-    """
-    num_rows, width = thresholds.shape
-    num_items = scores.shape[0] if transposed else scores.shape[1]
-    exact = torch.float64 if num_items >= 2**24 else scores.dtype  # sums of ones stay exact
-    tile = num_rows if scores.is_cuda or transposed else max(_MIN_TILE_ROWS, _TILE_ELEMENTS // max(num_items, 1))
-    counts = torch.zeros(width, num_rows, dtype=exact, device=scores.device)
-    by_pass = thresholds.T.contiguous()  # [P, C]: the thresholds of one pass are contiguous
-    passes = torch.isfinite(thresholds).sum(1)
-    flags_shape = scores.shape if transposed else (min(tile, num_rows), num_items)
-    flags = torch.empty(flags_shape, dtype=exact, device=scores.device)
-    for start in range(0, num_rows, tile):
-        stop = min(start + tile, num_rows)
-        block = scores if transposed else scores[start:stop]
-        block_flags = flags if transposed else flags[: stop - start]
-        # thresholds are sorted with the -inf padding last: the padding needs no pass (its counts are never read)
-        for i in range(int(passes[start:stop].max())):
-            level = by_pass[i, start:stop]
-            # an expanded threshold operand keeps `ge` vectorised (a plain broadcast row is 10x slower on CPU)
-            torch.ge(block, (level[None, :] if transposed else level[:, None]).expand(block.shape), out=block_flags)
-            torch.sum(block_flags, dim=0 if transposed else 1, out=counts[i, start:stop])  # exact below 2^24 ones
-    return counts.T.round().long()
-
-
-_TILE_ELEMENTS = 2**20
-_MIN_TILE_ROWS = 32  # fewer rows make each pass's `ge` and `mv` too small to run efficiently
-
-
-def _count_at_least_by_search(scores: Tensor, descending: Tensor) -> Tensor:
-    """Same as :func:`_count_at_least_by_passes` for sorted thresholds, by binary search and a histogram."""
-    width = descending.shape[1]
-    # below[c, j] = #{i : ascending[c, i] <= s_j}; the item counts for the thresholds at ascending positions < below.
-    below = torch.searchsorted(descending.flip(1).contiguous(), scores.contiguous(), right=True)
-    histogram = torch.zeros(scores.shape[0], width + 1, dtype=torch.int64, device=scores.device)
-    histogram.scatter_add_(1, below, below.new_ones(1).expand_as(below))
-    return histogram[:, 1:].flip(1).cumsum(1)

@@ -5,9 +5,11 @@ Sorting the items by (class size, label) and cutting that order at class boundar
 puts every positive of a query in the query's own block (:func:`class_blocks`). Then
 
 * the diagonal tile ``E_I E_I^T`` holds the positives' scores of block ``I`` (the thresholds of
-  :func:`~ranklit.functional._positive_ranks.count_at_least`) and their counts inside ``I``;
+  :func:`~ranklit.functional._counting.count_at_least`) and their counts inside ``I``;
 * an off-diagonal tile ``T = E_I E_J^T`` (``I < J``) holds negatives only. It is computed once and counted twice:
-  along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile).
+  along its rows for the queries of ``I``, along its columns for the queries of ``J`` (``T^T`` is their tile). On CPU
+  one pass finds the items at or above the lowest positive score of their row or of their column, and only those
+  are counted (:func:`~ranklit.functional._counting.count_at_least`), when they are few.
 
 So half of the score matrix is computed, every comparison pass reads a cache-sized tile, and blocks hold classes of
 similar size, so few thresholds are padding. A pair's score is one number shared by both of its rows; ties are exact
@@ -22,7 +24,14 @@ from collections.abc import Iterable, Iterator
 import torch
 from torch import Tensor
 
-from ranklit.functional._positive_ranks import SortedKeys, count_at_least, sort_positive_scores
+from ranklit.functional._counting import (
+    count_at_least,
+    counts_from_items,
+    items_at_least,
+    lowest_thresholds,
+    worth_finding,
+)
+from ranklit.functional._positive_ranks import SortedKeys, sort_positive_scores
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional.ties import strictly_above_thresholds
 
@@ -187,9 +196,26 @@ def _count_negatives(
     for j in columns:
         tiles.load_columns(*blocks[j])
         negatives = tiles.product()
+        found = _items_for_both(negatives, thresholds[i], thresholds[j])
         for s in range(thresholds[i].shape[0]):
-            counts[i][s] += count_at_least(negatives, thresholds[i][s])
-            counts[j][s] += count_at_least(negatives, thresholds[j][s], transposed=True)
+            if found is None:
+                counts[i][s] += count_at_least(negatives, thresholds[i][s])
+                counts[j][s] += count_at_least(negatives, thresholds[j][s], transposed=True)
+            else:
+                where, values = found
+                counts[i][s] += counts_from_items(where[:, 0], values, thresholds[i][s])
+                counts[j][s] += counts_from_items(where[:, 1], values, thresholds[j][s])
+
+
+def _items_for_both(
+    negatives: Tensor, row_thresholds: Tensor, column_thresholds: Tensor
+) -> tuple[Tensor, Tensor] | None:
+    """The items of a tile at or above the lowest threshold of their row or of their column (the "at least" ones,
+    below the "strictly above" ones): one pass finds what both halves count (``None``: counting all costs less).
+    """
+    bound = torch.minimum(lowest_thresholds(row_thresholds[0])[:, None], lowest_thresholds(column_thresholds[0]))
+    widths = [t.shape[2] for t in (row_thresholds, column_thresholds) for _ in range(t.shape[0])]
+    return items_at_least(negatives, bound) if worth_finding(negatives, bound, widths) else None
 
 
 class _Tiles:

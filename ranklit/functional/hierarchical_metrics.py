@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ranklit.functional._positive_ranks import count_at_least, sort_positive_scores
+from ranklit.functional._counting import count_at_least
+from ranklit.functional._positive_ranks import sort_positive_scores
 from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_query_metrics
 from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
@@ -77,7 +78,7 @@ def rank_relevant_items(
         ties: the tie policy ([spec §0][spec-ties]).
 
     Cost: a sort of the ``P`` candidates and one count per candidate over the row (two unless pessimistic;
-    :func:`~ranklit.functional._positive_ranks.count_at_least`); memory ``O(C * (N + P * L))``.
+    :func:`~ranklit.functional._counting.count_at_least`); memory ``O(C * (N + P * L))``.
 
     Example:
         >>> s = torch.tensor([[6.0, 5, 4, 3, 2, 1]])

@@ -58,6 +58,7 @@ def test_flat_self_retrieval(seed: int, ties: bool) -> None:
 @pytest.mark.parametrize("sizes", [(3,), (2, 3)])
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("alpha", [1.0, 3.0])
+@pytest.mark.usefixtures("counting")
 def test_hierarchical_self_retrieval(sizes: tuple[int, ...], ties: bool, alpha: float) -> None:
     g = torch.Generator().manual_seed(len(sizes) + int(ties))
     e = _data(28, 3, len(sizes), ties)
@@ -67,6 +68,7 @@ def test_hierarchical_self_retrieval(sizes: tuple[int, ...], ties: bool, alpha: 
 
 
 @pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.usefixtures("counting")
 def test_query_gallery_with_ids_and_junk(ties: bool) -> None:
     g = torch.Generator().manual_seed(3)
     queries, gallery = _data(12, 3, 5, ties), _data(25, 3, 6, ties)
@@ -162,11 +164,11 @@ def test_scikit_learn_on_tied_scores() -> None:
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import _positive_ranks as positive_ranks
+    from ranklit.functional import _counting
 
-    monkeypatch.setattr(positive_ranks, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
-    monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", 3)
-    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(_counting, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
+    monkeypatch.setattr(_counting, "_MIN_TILE_ROWS", 3)
+    monkeypatch.setattr(_counting, "_TILE_ELEMENTS", 0)
     e = _data(40, 3, 4, ties)
     labels = torch.arange(40) % 5
     _assert_same(retrieval_metrics(e, labels, chunk_size=16), oracle_retrieval_metrics(e, labels))
@@ -174,18 +176,18 @@ def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pyte
 
 @pytest.mark.parametrize("tile_rows", [32, 2])  # one tile; tiles of 2 rows
 def test_both_counting_strategies_agree(tile_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import _positive_ranks as positive_ranks
+    from ranklit.functional import _counting
 
-    monkeypatch.setattr(positive_ranks, "_MIN_TILE_ROWS", tile_rows)
-    monkeypatch.setattr(positive_ranks, "_TILE_ELEMENTS", 0)
+    monkeypatch.setattr(_counting, "_MIN_TILE_ROWS", tile_rows)
+    monkeypatch.setattr(_counting, "_TILE_ELEMENTS", 0)
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 5, (7, 40), generator=g).float()
     scores[:, :3] = float("-inf")
     thresholds = torch.cat([scores[:, 3:10], torch.full((7, 2), float("-inf"))], 1)
     thresholds[:3, 5:] = float("-inf")  # rows with fewer real thresholds
     thresholds = thresholds.sort(1, descending=True).values
-    by_passes = positive_ranks._count_at_least_by_passes(scores, thresholds)
-    by_search = positive_ranks._count_at_least_by_search(scores, thresholds)
+    by_passes = _counting._count_at_least_by_passes(scores, thresholds)
+    by_search = _counting._count_at_least_by_search(scores, thresholds)
     real = torch.isfinite(thresholds)
     assert torch.equal(by_passes[real], by_search[real])
     expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)

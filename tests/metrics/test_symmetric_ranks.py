@@ -10,10 +10,9 @@ import math
 import pytest
 import torch
 
-from ranklit.functional import _positive_ranks as positive_ranks
+from ranklit.functional import _counting, metrics
 from ranklit.functional import _symmetric_ranks as symmetric_ranks
-from ranklit.functional import metrics
-from ranklit.functional._positive_ranks import count_at_least
+from ranklit.functional._counting import count_at_least
 from ranklit.functional._symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
@@ -45,6 +44,7 @@ def _uses_symmetric_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize(("ties", "policy"), [(False, "pessimistic"), (True, "pessimistic"), (True, "optimistic")])
 @pytest.mark.parametrize("tile", [12, 24, 200])
+@pytest.mark.usefixtures("counting")
 def test_symmetric_path_matches_the_oracle(
     tile: int, ties: bool, policy: str, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,6 +62,7 @@ def test_symmetric_path_matches_the_oracle(
     _assert_close(got, oracle_retrieval_metrics(e, labels, recall_at=(1, 2, 5), ties=policy))
 
 
+@pytest.mark.usefixtures("counting")
 def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ties between items of different tiles need each pair's float32 score to be the same number wherever the tile
     product computes it: copies of random (non-integer) vectors under other labels must still tie exactly."""
@@ -76,6 +77,7 @@ def test_duplicated_float32_embeddings_tie_across_tiles(monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+@pytest.mark.usefixtures("counting")
 def test_symmetric_and_row_paths_agree(ties: str) -> None:
     g = torch.Generator().manual_seed(2)
     e = torch.randint(-2, 3, (150, 3), generator=g).float()  # many ties (the oracle of "average" is too slow here)
@@ -123,13 +125,41 @@ def test_class_blocks_hold_whole_classes_in_size_order(tile: int) -> None:
         assert stop - start < tile + int(sizes[start:stop].max())
 
 
-@pytest.mark.parametrize("max_passes", [64, 1])  # comparison passes; binary search
+@pytest.mark.parametrize("max_passes", [64, 1])  # comparison passes; binary search (when counting by passes)
+@pytest.mark.usefixtures("counting")
 def test_transposed_counts_equal_row_counts(max_passes: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(positive_ranks, "_MAX_PASSES", max_passes)
+    monkeypatch.setattr(_counting, "_MAX_PASSES", max_passes)
     g = torch.Generator().manual_seed(0)
     scores = torch.randint(0, 6, (9, 50), generator=g).float()
     thresholds = torch.cat([scores[:, :4], torch.full((9, 2), float("-inf"))], 1).sort(1, descending=True).values
     expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
     real = torch.isfinite(thresholds)
     for got in (count_at_least(scores, thresholds), count_at_least(scores.T.contiguous(), thresholds, transposed=True)):
+        assert torch.equal(got[real], expected[real])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("small_blocks", [False, True])  # rows searched and items placed in small groups
+def test_items_clearing_the_lowest_threshold_give_the_exact_counts(
+    transposed: bool, small_blocks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting from the items at or above each row's lowest threshold, on many small random cases with ties, rows of
+    padding only and removed items (``-inf``), against the definition."""
+    if small_blocks:
+        monkeypatch.setattr(_counting, "_BLOCK_ELEMENTS", 40)
+        monkeypatch.setattr(_counting, "_PLACE_ELEMENTS", 7)
+    for cost in ("_FIND_COST", "_PLACE_BASE", "_PLACE_PER_THRESHOLD"):
+        monkeypatch.setattr(_counting, cost, 0.0)
+    g = torch.Generator().manual_seed(11)
+    for _ in range(100):
+        rows, items, width = (int(torch.randint(1, high, (1,), generator=g)) for high in (8, 50, 9))
+        scores = torch.randint(0, 8, (rows, items), generator=g).float()
+        scores[:, :2] = float("-inf")
+        real = torch.arange(width)[None, :] < torch.randint(0, width + 1, (rows, 1), generator=g)
+        thresholds = torch.where(real, torch.randint(0, 12, (rows, width), generator=g).float(), float("-inf"))
+        thresholds = thresholds.sort(1, descending=True).values
+        got = _counting._count_at_least_above_lowest(scores.T if transposed else scores, thresholds, transposed)
+        assert got is not None
+        expected = (scores[:, None, :] >= thresholds[:, :, None]).sum(-1)
+        real = torch.isfinite(thresholds)
         assert torch.equal(got[real], expected[real])
