@@ -4,7 +4,7 @@ Public modules are the losses' and metrics' math and the extension points a cont
 (``RetrievalInputs``, ``prepare_inputs``), ``loss_utils.py``, ``ranking.py`` (``map_query_chunks``),
 ``binary_metrics.py`` (the one table where a binary metric is declared), ``ties.py`` (``TiedPositives``, what a
 declared metric receives) and ``sample_ids.py`` (shared by the cross-batch memory and the decomposability gap). The
-machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_positive_ranks``,
+machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_counting``, ``_positive_ranks``,
 ``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``.
 """
 
