@@ -1,5 +1,8 @@
-"""``python -m ranklit.cli`` is the ``ranklit`` console script."""
+"""``python -m ranklit.cli`` is the ``ranklit`` console script (its help and errors say ``ranklit``)."""
+
+import sys
 
 from ranklit.cli.app import main
 
+sys.argv[0] = "ranklit"
 main()
