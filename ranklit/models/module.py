@@ -104,7 +104,7 @@ class RetrievalModule(L.LightningModule):
             descriptors, then re-normalise (multi-scale descriptors, e.g. ``[1.0, 0.7071, 0.5]``).
         decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
             (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
-            the epoch's samples); stores the epoch's embeddings.
+            the epoch's samples, under ``metric``'s tie policy); stores the epoch's embeddings.
     """
 
     def __init__(
@@ -145,7 +145,7 @@ class RetrievalModule(L.LightningModule):
         metric = RetrievalMetrics() if metric is None else metric
         self.val_metrics = cast(RetrievalMetrics, metric.clone())  # a deep copy: the same class
         self.test_metrics = cast(RetrievalMetrics, metric.clone())
-        self.train_gap = DecomposabilityGap() if decomposability_gap else None
+        self.train_gap = DecomposabilityGap(ties=self.val_metrics.ties) if decomposability_gap else None  # one policy
         self.landmarks = landmarks
         if not eval_scales or any(not isinstance(s, (int, float)) or s <= 0 for s in eval_scales):
             raise ValueError(f"`eval_scales` must list positive image scales (e.g. [1.0] or [1.0, 0.707, 0.5]), got "

@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader
 
 from ranklit.data import RetrievalDataModule
 from ranklit.losses import HAPPIERLoss, ROADMAPLoss, SmoothAPLoss
+from ranklit.metrics import RetrievalMetrics
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import CrossBatchMemory, MultistageBackprop
 from tests.tiny import tiny_datamodule
@@ -143,6 +144,12 @@ def test_memory_and_decomposability_gap_are_logged() -> None:
     assert {"train/batch_map", "train/map", "train/decomposability_gap"} <= set(logged)
     gap = logged["train/batch_map"] - logged["train/map"]
     assert float(logged["train/decomposability_gap"]) == pytest.approx(float(gap), abs=1e-6)
+
+
+@pytest.mark.parametrize("ties", ["pessimistic", "optimistic"])
+def test_the_decomposability_gap_follows_the_metric_tie_policy(ties: str) -> None:
+    module = RetrievalModule(_net(), ROADMAPLoss(), metric=RetrievalMetrics(ties=ties), decomposability_gap=True)
+    assert module.train_gap is not None and module.train_gap.ties == ties
 
 
 class _RecordingROADMAPLoss(ROADMAPLoss):
