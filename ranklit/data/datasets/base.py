@@ -87,6 +87,13 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     return {"image": image, "label": label, "index": int(index)}
 
 
+_OLD_HOOKS = {"_file": "required_path", "_malformed": "malformed_line", "_set_samples": "set_samples",
+              "_load": "read_image"}  # fmt: skip
+_OLD_HOOK_MESSAGE = (
+    "{cls}: the reader hook `{old}` is `{new}` since ranklit 0.2.0; rename it (the old name works until ranklit 0.3.0)."
+)
+
+
 class RetrievalDataset(Dataset):
     """What every ranklit dataset is: items ``{"image", "label", "index"}``, a ``labels`` tensor ``[N]`` or ``[N, L]``
     (column 0 finest) and a settable ``transform``. The datamodule, the samplers and the proxy losses rely on it;
@@ -100,7 +107,10 @@ class ImageRetrievalDataset(RetrievalDataset):
     """Base class of the on-disk readers: images listed in ``paths`` with a ``labels`` tensor.
 
     Subclasses set ``SPLITS`` (accepted ``split`` values; empty: any), ``LAYOUT`` (the expected files, for error
-    messages) and ``SOURCE`` (where the dataset is obtained), read their lists and call :meth:`_set_samples`.
+    messages) and ``SOURCE`` (where the dataset is obtained), read their lists with :meth:`required_path` and
+    :meth:`malformed_line` and call :meth:`set_samples`; :meth:`read_image` decodes one image (override it for another
+    storage). Before ranklit 0.2.0 these hooks were ``_file``, ``_malformed``, ``_set_samples`` and ``_load``: a
+    subclass that overrides or calls the old names keeps working until 0.3.0, with a ``DeprecationWarning``.
 
     Attributes:
         root: the dataset folder.
@@ -118,6 +128,14 @@ class ImageRetrievalDataset(RetrievalDataset):
     decode_min_side: int | None = None  # reduced-size JPEG decoding (ranklit.data.decoding.load_image)
     decode_area_fraction: float = 1.0
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, new in _OLD_HOOKS.items():
+            if old in vars(cls):  # a reader written for the old hook names: its override still serves
+                warnings.warn(_OLD_HOOK_MESSAGE.format(cls=cls.__name__, old=old, new=new), DeprecationWarning, 2)
+                if new not in vars(cls):
+                    setattr(cls, new, vars(cls)[old])
+
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
             raise ValueError(f"{type(self).__name__}: `split` must be one of {self.SPLITS}, got {split!r}.")
@@ -134,19 +152,19 @@ class ImageRetrievalDataset(RetrievalDataset):
             f"The dataset is obtained from {self.SOURCE}."
         )
 
-    def _file(self, *parts: str, folder: bool = False) -> Path:
+    def required_path(self, *parts: str, folder: bool = False) -> Path:
         """``root/parts`` if it exists (as a folder when ``folder``), else a ``FileNotFoundError`` with the layout."""
         path = self.root.joinpath(*parts)
         if not (path.is_dir() if folder else path.is_file()):
             raise FileNotFoundError(self._layout_message(f"{'folder' if folder else 'file'} {path} not found"))
         return path
 
-    def _malformed(self, path: Path, line_number: int, line: str, expected: str) -> ValueError:
+    def malformed_line(self, path: Path, line_number: int, line: str, expected: str) -> ValueError:
         return ValueError(
             self._layout_message(f"{path}, line {line_number}: expected {expected}, found {line.strip()!r}")
         )
 
-    def _set_samples(
+    def set_samples(
         self,
         paths: Sequence[Path],
         rows: Sequence[Sequence[Hashable]],
@@ -176,14 +194,14 @@ class ImageRetrievalDataset(RetrievalDataset):
         self.num_classes = int(torch.unique(labels[:, 0]).numel())
         warn_about_classes(type(self).__name__, self.split, labels[:, 0])
 
-    def _load(self, index: int) -> Image.Image:
+    def read_image(self, index: int) -> Image.Image:
         return load_image(self.paths[index], min_side=self.decode_min_side, area_fraction=self.decode_area_fraction)
 
     def _load_or_substitute(self, index: int) -> Image.Image:
         """The image of ``index``; with ``on_bad_image="skip"``, the next decodable image of its class instead of an
         undecodable one (a warning names each file skipped)."""
         try:
-            return self._load(index)
+            return self.read_image(index)
         except ValueError as error:
             if self.on_bad_image != "skip":
                 raise
@@ -193,7 +211,7 @@ class ImageRetrievalDataset(RetrievalDataset):
         start = mates.index(index)
         for mate in mates[start + 1 :] + mates[:start]:
             try:
-                return self._load(mate)
+                return self.read_image(mate)
             except ValueError as error:
                 warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
         raise ValueError(f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded.")
@@ -209,3 +227,17 @@ class ImageRetrievalDataset(RetrievalDataset):
             f"{type(self).__name__}(root={str(self.root)!r}, split={self.split!r}, images={len(self)}, "
             f"classes={self.num_classes}, levels={1 if self.labels.dim() == 1 else self.labels.shape[1]})"
         )
+
+
+def _renamed_hook(old: str, new: str) -> Callable[..., Any]:
+    """The pre-0.2.0 name ``old`` of a reader hook: warns, then calls the base class's ``new``."""
+
+    def call(self: ImageRetrievalDataset, *args: Any, **kwargs: Any) -> Any:
+        warnings.warn(_OLD_HOOK_MESSAGE.format(cls=type(self).__name__, old=old, new=new), DeprecationWarning, 2)
+        return getattr(ImageRetrievalDataset, new)(self, *args, **kwargs)
+
+    return call
+
+
+for _old, _new in _OLD_HOOKS.items():
+    setattr(ImageRetrievalDataset, _old, _renamed_hook(_old, _new))

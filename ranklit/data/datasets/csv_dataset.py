@@ -74,7 +74,7 @@ class CSVDataset(ImageRetrievalDataset):
         csv_file: str | Path = "dataset.csv",
     ) -> None:
         super().__init__(root, split, transform)
-        path = Path(csv_file) if Path(csv_file).is_absolute() else self._file(str(csv_file))
+        path = Path(csv_file) if Path(csv_file).is_absolute() else self.required_path(str(csv_file))
         if not path.is_file():
             raise FileNotFoundError(self._layout_message(f"file {path} not found"))
         with path.open(newline="") as handle:
@@ -83,7 +83,7 @@ class CSVDataset(ImageRetrievalDataset):
         has_split = bool(header) and header[-1] == "split"
         num_labels = len(header) - 1 - has_split
         if not header or header[0] != "path" or num_labels < 1:
-            raise self._malformed(path, 1, ",".join(header), "the header `path,label[,coarser labels...][,split]`")
+            raise self.malformed_line(path, 1, ",".join(header), "the header `path,label[,coarser labels...][,split]`")
         if split is not None and not has_split:
             problem = f"{path} has no `split` column (its header: {','.join(header)}), so no rows with split {split!r}"
             raise DatasetError(self._layout_message(problem))
@@ -97,7 +97,7 @@ class CSVDataset(ImageRetrievalDataset):
         keep = None if split is None else [i for i, (_, row) in enumerate(rows) if row[-1] == split]
         paths = [self.root / row[0] for _, row in rows]
         shown = [f"line {number} ({row[0]})" for number, row in rows]
-        self._set_samples(paths, list(zip(*columns, strict=True)), keep, problems, shown)
+        self.set_samples(paths, list(zip(*columns, strict=True)), keep, problems, shown)
 
     @staticmethod
     def _well_formed(records: list[tuple[int, list[str]]], header: list[str], problems: Problems) -> Rows:

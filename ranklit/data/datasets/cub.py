@@ -37,7 +37,7 @@ class CUB200(ImageRetrievalDataset):
         super().__init__(root, split, transform)
         if not (self.root / "images").is_dir() and (self.root / "CUB_200_2011" / "images").is_dir():
             self.root = self.root / "CUB_200_2011"
-        images = self._file("images", folder=True)
+        images = self.required_path("images", folder=True)
         paths, rows = [], []
         for folder in sorted(p for p in images.iterdir() if p.is_dir()):
             number = folder.name.split(".", 1)[0]
@@ -48,4 +48,4 @@ class CUB200(ImageRetrievalDataset):
             files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
             paths += files
             rows += [(int(number),)] * len(files)
-        self._set_samples(paths, rows)
+        self.set_samples(paths, rows)

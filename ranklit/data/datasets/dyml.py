@@ -70,17 +70,17 @@ class DyML(ImageRetrievalDataset):
         self.granularity = granularity
         if split in ("train", "test"):
             folder = "train" if split == "train" else "mini-bmk_all_in_one"
-            table = self._read_csv(self._file(folder, "label.csv"), _HIERARCHY)
+            table = self._read_csv(self.required_path(folder, "label.csv"), _HIERARCHY)
             paths = [self.root / folder / "imgs" / row["fname"] for row in table]
-            self._set_samples(paths, [tuple(row[c] for c in _HIERARCHY) for row in table])
+            self.set_samples(paths, [tuple(row[c] for c in _HIERARCHY) for row in table])
             return
         paths, rows, keep = [], [], []
         for part in ("query", "gallery"):
-            table = self._read_csv(self._file(f"bmk_{granularity}", f"{part}.csv"), ())
+            table = self._read_csv(self.required_path(f"bmk_{granularity}", f"{part}.csv"), ())
             keep += list(range(len(paths), len(paths) + len(table))) if part == split else []
             paths += [self.root / f"bmk_{granularity}" / part / row["fname"] for row in table]
             rows += [(row["label"],) for row in table]
-        self._set_samples(paths, rows, keep)
+        self.set_samples(paths, rows, keep)
 
     def _read_csv(self, path: Path, label_columns: tuple[str, ...]) -> list[dict[str, Any]]:
         """Rows of a DyML CSV as dicts with ``fname`` and integer labels (``label`` for a two-column file)."""
@@ -89,14 +89,14 @@ class DyML(ImageRetrievalDataset):
         wanted = label_columns or tuple(n for n in names if n != "fname")
         if "fname" not in names or not set(wanted) <= set(names) or (not label_columns and len(names) != 2):
             expected = ", ".join(("fname", *label_columns)) if label_columns else "fname, <label>"
-            raise self._malformed(path, 1, lines[0] if lines else "", f"the header `{expected}`")
+            raise self.malformed_line(path, 1, lines[0] if lines else "", f"the header `{expected}`")
         table = []
         rows = ([first_row] if first_row else []) + [line.split(",") for line in lines[1:] if line.strip()]
         for number, fields in enumerate(rows, start=1 if first_row else 2):
             # strict=False: a row with the wrong number of fields gets the error message just below
             values = dict(zip(names, (f.strip() for f in fields), strict=False))
             if len(fields) != len(names) or not all(values[c].lstrip("-").isdigit() for c in wanted):
-                raise self._malformed(path, number, ",".join(fields), f"{len(names)} fields: {', '.join(names)}")
+                raise self.malformed_line(path, number, ",".join(fields), f"{len(names)} fields: {', '.join(names)}")
             labels = {c: int(values[c]) for c in wanted}
             table.append({"fname": values["fname"], **(labels if label_columns else {"label": labels[wanted[0]]})})
         return table
@@ -109,7 +109,7 @@ class DyML(ImageRetrievalDataset):
             name = field.strip()
             known = next((c for c in sorted(_KNOWN_COLUMNS, key=len, reverse=True) if name.startswith(c)), None)
             if known is None:
-                raise self._malformed(path, 1, line, f"a header of column names among {', '.join(_KNOWN_COLUMNS)}")
+                raise self.malformed_line(path, 1, line, f"a header of column names among {', '.join(_KNOWN_COLUMNS)}")
             names.append(known)
             if name != known:  # the first data row starts right after this name
                 return names, [name[len(known) :], *fields[position + 1 :]]

@@ -86,11 +86,12 @@ class ClassFolderDataset(ImageRetrievalDataset):
         keep: list[int] = []
         problems = Problems(type(self).__name__, self.root)
         for part in pool:
-            files, part_rows = self._images(self.root if part is None else self._file(part, folder=True), problems)
+            folder = self.root if part is None else self.required_path(part, folder=True)
+            files, part_rows = self._images(folder, problems)
             keep += list(range(len(paths), len(paths) + len(files))) if part == split else []
             paths += files
             rows += part_rows
-        self._set_samples(paths, rows, keep, problems)
+        self.set_samples(paths, rows, keep, problems)
 
     def _images(self, base: Path, problems: Problems) -> tuple[list[Path], list[tuple[str, ...]]]:
         """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first); images
@@ -137,4 +138,4 @@ class ClassFolderDataset(ImageRetrievalDataset):
         cut = min(max(round(train_fraction * len(classes)), 1), len(classes) - 1)
         chosen = {classes[i] for i in (order[:cut] if split == "train" else order[cut:])}
         kept = [i for i, row in enumerate(rows) if row[0] in chosen]
-        self._set_samples([files[i] for i in kept], [rows[i] for i in kept])
+        self.set_samples([files[i] for i in kept], [rows[i] for i in kept])

@@ -64,10 +64,10 @@ class INaturalist2018(ImageRetrievalDataset):
         if levels not in ("base", "full"):
             raise ValueError(f"INaturalist2018: `levels` must be 'base' or 'full', got {levels!r}.")
         self.levels = levels
-        taxonomy = self._taxonomy(self._file("train2018.json"))
+        taxonomy = self._taxonomy(self.required_path("train2018.json"))
         name = f"Inaturalist_{split}_set1.txt"
         flat = not (self.root / "Inat_dataset_splits").is_dir() and (self.root / name).is_file()
-        listing = self._file(name) if flat else self._file("Inat_dataset_splits", name)
+        listing = self.required_path(name) if flat else self.required_path("Inat_dataset_splits", name)
         paths, rows = [], []
         for number, line in enumerate(listing.read_text().splitlines(), start=1):
             relative = line.strip()
@@ -75,10 +75,10 @@ class INaturalist2018(ImageRetrievalDataset):
                 continue
             species = Path(relative).parent.name
             if not species.isdigit() or int(species) not in taxonomy:
-                raise self._malformed(listing, number, line, "a path <...>/<species id in train2018.json>/<file>")
+                raise self.malformed_line(listing, number, line, "a path <...>/<species id in train2018.json>/<file>")
             paths.append(self.root / relative)
             rows.append(taxonomy[int(species)])
-        self._set_samples(paths, rows)
+        self.set_samples(paths, rows)
 
     def _taxonomy(self, path: Path) -> dict[int, tuple[Hashable, ...]]:
         """Species id -> label row (finest first) for the chosen ``levels``."""

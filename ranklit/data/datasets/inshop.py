@@ -47,12 +47,12 @@ class InShop(ImageRetrievalDataset):
     def __init__(self, root: str | Path, split: str = "train", transform: Callable[[Any], Any] | None = None) -> None:
         super().__init__(root, split, transform)
         nested = not (self.root / "list_eval_partition.txt").is_file() and (self.root / "Eval").is_dir()
-        listing = self._file(*(["Eval"] if nested else []), "list_eval_partition.txt")
+        listing = self.required_path(*(["Eval"] if nested else []), "list_eval_partition.txt")
         images = self.root / "Img" if not (self.root / "img").is_dir() and (self.root / "Img").is_dir() else self.root
         lines = listing.read_text().splitlines()
         if len(lines) < 2 or lines[1].split() != _HEADER:
             found = lines[1] if len(lines) > 1 else ""
-            raise self._malformed(listing, 2, found, "the header `" + " ".join(_HEADER) + "`")
+            raise self.malformed_line(listing, 2, found, "the header `" + " ".join(_HEADER) + "`")
         pool = ("train",) if split == "train" else ("query", "gallery")
         paths: list[Path] = []
         rows, keep = [], []
@@ -62,9 +62,10 @@ class InShop(ImageRetrievalDataset):
                 continue
             parts = Path(fields[0]).parts
             if len(fields) != 3 or fields[2] not in self.SPLITS or len(parts) < 4:
-                raise self._malformed(listing, number, line, "`img/<GENDER>/<Category>/<item>/<file> <item> <split>`")
+                expected = "`img/<GENDER>/<Category>/<item>/<file> <item> <split>`"
+                raise self.malformed_line(listing, number, line, expected)
             if fields[2] in pool:
                 keep += [len(paths)] if fields[2] == split else []
                 paths.append(images / fields[0])
                 rows.append((fields[1], f"{parts[-4]}/{parts[-3]}"))
-        self._set_samples(paths, rows, keep)
+        self.set_samples(paths, rows, keep)

@@ -61,7 +61,7 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         if name not in ("roxford5k", "rparis6k"):
             raise ValueError(f"RevisitedLandmarks: `name` must be 'roxford5k' or 'rparis6k', got {name!r}.")
         self.name = name
-        path = self._file(f"gnd_{name}.pkl")
+        path = self.required_path(f"gnd_{name}.pkl")
         try:
             data = load_ground_truth(path)  # a restricted unpickler: a crafted file cannot run code
             imlist, qimlist = [str(i) for i in data["imlist"]], [str(q) for q in data["qimlist"]]
@@ -77,12 +77,12 @@ class RevisitedLandmarks(ImageRetrievalDataset):
             raise ValueError(self._layout_message(f"{path}: {len(qimlist)} queries but {len(self.gnd)} gnd entries"))
         self.num_gallery = len(imlist)
         names = qimlist if split == "query" else imlist
-        self._set_samples([self.root / "jpg" / f"{n}.jpg" for n in names], [(i,) for i in range(len(names))])
+        self.set_samples([self.root / "jpg" / f"{n}.jpg" for n in names], [(i,) for i in range(len(names))])
         self.labels = torch.arange(len(names)) if split == "query" else torch.full((len(names),), -1)
         self.class_names = [list(names)] if split == "query" else [[]]
         self.num_classes = len(self.class_names[0])
 
-    def _load(self, index: int) -> Image.Image:
+    def read_image(self, index: int) -> Image.Image:
         image = load_image(self.paths[index])
         if self.split != "query":
             return image

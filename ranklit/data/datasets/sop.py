@@ -45,17 +45,17 @@ class StanfordOnlineProducts(ImageRetrievalDataset):
 
     def __init__(self, root: str | Path, split: str = "train", transform: Callable[[Any], Any] | None = None) -> None:
         super().__init__(root, split, transform)
-        listing = self._file(f"Ebay_{split}.txt")
+        listing = self.required_path(f"Ebay_{split}.txt")
         lines = listing.read_text().splitlines()
         if not lines or lines[0].split() != _HEADER:
-            raise self._malformed(listing, 1, lines[0] if lines else "", "the header `" + " ".join(_HEADER) + "`")
+            raise self.malformed_line(listing, 1, lines[0] if lines else "", "the header `" + " ".join(_HEADER) + "`")
         paths, rows = [], []
         for number, line in enumerate(lines[1:], start=2):
             fields = line.split()
             if not fields:
                 continue
             if len(fields) != 4 or not all(f.isdigit() for f in fields[:3]):
-                raise self._malformed(listing, number, line, "`<image_id> <class_id> <super_class_id> <path>`")
+                raise self.malformed_line(listing, number, line, "`<image_id> <class_id> <super_class_id> <path>`")
             paths.append(self.root / fields[3])
             rows.append((int(fields[1]), int(fields[2])))
-        self._set_samples(paths, rows)
+        self.set_samples(paths, rows)

@@ -50,15 +50,15 @@ class VehicleID(ImageRetrievalDataset):
 
     def __init__(self, root: str | Path, split: str = "train", transform: Callable[[Any], Any] | None = None) -> None:
         super().__init__(root, split, transform)
-        model_attr = self._file("attribute", "model_attr.txt")
+        model_attr = self.required_path("attribute", "model_attr.txt")
         models = {int(v): m for v, m in self._pairs(model_attr, "`<vehicle id> <model id>`", numeric_first=True)}
-        listing = self._file("train_test_split", _LISTS[split])
+        listing = self.required_path("train_test_split", _LISTS[split])
         paths, rows = [], []
         for image, vehicle in self._pairs(listing, "`<image name> <vehicle id>`"):
             paths.append(self.root / "image" / f"{image}.jpg")
             model: Hashable = ("model", models[vehicle]) if vehicle in models else ("none", vehicle)
             rows.append((vehicle, model))
-        self._set_samples(paths, rows)
+        self.set_samples(paths, rows)
 
     def _pairs(self, path: Path, expected: str, numeric_first: bool = False) -> list[tuple[str, int]]:
         pairs = []
@@ -67,6 +67,6 @@ class VehicleID(ImageRetrievalDataset):
             if not fields:
                 continue
             if len(fields) != 2 or not fields[1].isdigit() or (numeric_first and not fields[0].isdigit()):
-                raise self._malformed(path, number, line, expected)
+                raise self.malformed_line(path, number, line, expected)
             pairs.append((fields[0], int(fields[1])))
         return pairs
