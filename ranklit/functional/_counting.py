@@ -44,12 +44,13 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
         >>> count_at_least(s.T, torch.tensor([[0.7]]), transposed=True).tolist()
         [[2]]
     """
-    counts = None if scores.is_cuda else _count_at_least_above_lowest(scores, thresholds, transposed)
+    counts = _count_at_least_above_lowest(scores, thresholds, transposed)
     if counts is not None:
         return counts
     if thresholds.shape[1] <= _MAX_PASSES:
         return _count_at_least_by_passes(scores, thresholds, transposed)
     return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
+
 
 _MAX_PASSES = 64
 # Costs on CPU in units of one comparison pass over an item (measured on 1024 x 1024 tiles, torch 2.14, one thread):

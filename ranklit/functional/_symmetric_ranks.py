@@ -142,16 +142,17 @@ def symmetric_positive_counts(
     if shard is not None:
         thresholds = _all_reduce(shard, thresholds)
     with_strict = [_with_strict(d, strict) for d in thresholds]
+    lowest = [lowest_thresholds(d) for d in thresholds]  # per block, once for all its tiles
     if shard is None:
         for i, (start, stop) in enumerate(blocks):
-            _count_negatives(tiles, blocks, with_strict, counts, i, range(i + 1, len(blocks)))
+            _count_negatives(tiles, blocks, with_strict, lowest, counts, i, range(i + 1, len(blocks)))
             yield order[start:stop], thresholds[i], real[i], *_split(counts[i], real[i], strict)
         return
     pair = 0
     for i in range(len(blocks)):
         mine = [j for j in range(i + 1, len(blocks)) if (pair + j - i - 1) % world_size == rank]
         pair += len(blocks) - i - 1
-        _count_negatives(tiles, blocks, with_strict, counts, i, mine)
+        _count_negatives(tiles, blocks, with_strict, lowest, counts, i, mine)
     counts = _all_reduce(shard, counts)
     for i, (start, stop) in enumerate(blocks):
         if i % world_size == rank:
@@ -184,19 +185,21 @@ def _count_negatives(
     tiles: _Tiles,
     blocks: list[tuple[int, int]],
     thresholds: list[Tensor],
+    lowest: list[Tensor],
     counts: list[Tensor],
     i: int,
     columns: Iterable[int],
 ) -> None:
     """Add the items of blocks ``columns`` (all ``> i``) to the counts of block ``i`` and theirs to block ``i``'s.
 
-    ``thresholds[b]`` and ``counts[b]`` are ``[S, B, W]``: one set of thresholds and counts per kind of count.
+    ``thresholds[b]`` and ``counts[b]`` are ``[S, B, W]``: one set of thresholds and counts per kind of count;
+    ``lowest[b]`` is ``[B]``, the lowest real "at least" threshold of each query of block ``b``.
     """
     tiles.load_rows(*blocks[i])
     for j in columns:
         tiles.load_columns(*blocks[j])
         negatives = tiles.product()
-        found = _items_for_both(negatives, thresholds[i], thresholds[j])
+        found = _items_for_both(negatives, thresholds[i], thresholds[j], lowest[i], lowest[j])
         for s in range(thresholds[i].shape[0]):
             if found is None:
                 counts[i][s] += count_at_least(negatives, thresholds[i][s])
@@ -208,12 +211,13 @@ def _count_negatives(
 
 
 def _items_for_both(
-    negatives: Tensor, row_thresholds: Tensor, column_thresholds: Tensor
+    negatives: Tensor, row_thresholds: Tensor, column_thresholds: Tensor, row_lowest: Tensor, column_lowest: Tensor
 ) -> tuple[Tensor, Tensor] | None:
-    """The items of a tile at or above the lowest threshold of their row or of their column (the "at least" ones,
-    below the "strictly above" ones): one pass finds what both halves count (``None``: counting all costs less).
+    """The items of a tile at or above the lowest threshold of their row or of their column (``*_lowest``: of the
+    "at least" thresholds, below the "strictly above" ones): one pass finds what both halves count (``None``:
+    counting all costs less).
     """
-    bound = torch.minimum(lowest_thresholds(row_thresholds[0])[:, None], lowest_thresholds(column_thresholds[0]))
+    bound = torch.minimum(row_lowest[:, None], column_lowest)
     widths = [t.shape[2] for t in (row_thresholds, column_thresholds) for _ in range(t.shape[0])]
     return items_at_least(negatives, bound) if worth_finding(negatives, bound, widths) else None
 
