@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from ranklit._moved import MESSAGE_PATTERN
 from ranklit.data.datasets.base import ImageRetrievalDataset
+
+OLD = "`ranklit.data.datasets.ImageRetrievalDataset.{}` moved to `ranklit.data.datasets.ImageRetrievalDataset.{}`"
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -21,7 +24,7 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def test_a_reader_on_the_old_hook_names_still_works_and_warns(tmp_path: Path) -> None:
-    with pytest.warns(DeprecationWarning, match="`_load` is `read_image`"):
+    with pytest.warns(DeprecationWarning, match=OLD.format("_load", "read_image")):
 
         class OldReader(ImageRetrievalDataset):
             LAYOUT = "list.txt"
@@ -37,15 +40,16 @@ def test_a_reader_on_the_old_hook_names_still_works_and_warns(tmp_path: Path) ->
             def _load(self, index: int) -> Image.Image:  # the old override: it must still serve
                 return Image.new("RGB", (4, 4), (0, 255, 0))
 
-    with pytest.warns(DeprecationWarning, match="since ranklit 0.2.0") as caught:
+    with pytest.warns(DeprecationWarning, match=MESSAGE_PATTERN) as caught:  # the `ranklit` command shows these
         dataset = OldReader(_folder(tmp_path))
-    messages = {str(w.message).split(": ", 1)[1] for w in caught}
-    assert any("`_file` is `required_path`" in m for m in messages)
-    assert any("`_set_samples` is `set_samples`" in m for m in messages)
+    messages = {str(w.message) for w in caught}
+    assert any(OLD.format("_file", "required_path") in m for m in messages)
+    assert any(OLD.format("_set_samples", "set_samples") in m for m in messages)
+    assert all(Path(w.filename) == Path(__file__) for w in caught)  # attributed to the reader's own lines
     assert dataset.labels.tolist() == [0, 1]
     item: dict[str, Any] = dataset[0]
     assert item["image"].size == (4, 4)  # the old `_load` override decoded it
-    with pytest.warns(DeprecationWarning, match="`_malformed` is `malformed_line`"):
+    with pytest.warns(DeprecationWarning, match=OLD.format("_malformed", "malformed_line")):
         error = dataset._malformed(tmp_path / "list.txt", 3, "x", "`<file> <label>`")
     assert isinstance(error, ValueError) and "line 3" in str(error)
 

@@ -22,6 +22,7 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from ranklit._moved import MESSAGE, REMOVED_IN
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 
@@ -88,10 +89,15 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
 
 
 _OLD_HOOKS = {"_file": "required_path", "_malformed": "malformed_line", "_set_samples": "set_samples",
-              "_load": "read_image"}  # fmt: skip
-_OLD_HOOK_MESSAGE = (
-    "{cls}: the reader hook `{old}` is `{new}` since ranklit 0.2.0; rename it (the old name works until ranklit 0.3.0)."
-)
+              "_load": "read_image"}  # fmt: skip  (the reader hooks' names before ranklit 0.2.0)
+
+
+def _warn_old_hook(old: str, stacklevel: int) -> None:
+    """The deprecation of a reader hook's old name, in the words of :mod:`ranklit._moved` (so the ``ranklit`` command
+    shows it, as it shows an old import path in a config)."""
+    base = "ranklit.data.datasets.ImageRetrievalDataset"
+    message = MESSAGE.format(old=f"{base}.{old}", new=f"{base}.{_OLD_HOOKS[old]}", removed=REMOVED_IN)
+    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel + 1)
 
 
 class RetrievalDataset(Dataset):
@@ -132,7 +138,7 @@ class ImageRetrievalDataset(RetrievalDataset):
         super().__init_subclass__(**kwargs)
         for old, new in _OLD_HOOKS.items():
             if old in vars(cls):  # a reader written for the old hook names: its override still serves
-                warnings.warn(_OLD_HOOK_MESSAGE.format(cls=cls.__name__, old=old, new=new), DeprecationWarning, 2)
+                _warn_old_hook(old, stacklevel=2)
                 if new not in vars(cls):
                     setattr(cls, new, vars(cls)[old])
 
@@ -233,7 +239,7 @@ def _renamed_hook(old: str, new: str) -> Callable[..., Any]:
     """The pre-0.2.0 name ``old`` of a reader hook: warns, then calls the base class's ``new``."""
 
     def call(self: ImageRetrievalDataset, *args: Any, **kwargs: Any) -> Any:
-        warnings.warn(_OLD_HOOK_MESSAGE.format(cls=type(self).__name__, old=old, new=new), DeprecationWarning, 2)
+        _warn_old_hook(old, stacklevel=2)
         return getattr(ImageRetrievalDataset, new)(self, *args, **kwargs)
 
     return call
