@@ -37,6 +37,7 @@ from ranklit.functional._positive_ranks import SortedKeys, positive_counts
 from ranklit.functional._query_values import QueryValues
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
+from ranklit.functional._precision import full_precision
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,
@@ -166,6 +167,7 @@ def retrieval_metrics(
     return {key: int(value) if key.startswith("num_") else float(value) for key, value in values.items()}
 
 
+@full_precision  # the scores and their ties in float32 (float64 stays), autocast or not
 def retrieval_metric_tensors(
     embeddings: Tensor,
     labels: Tensor,

@@ -32,6 +32,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from ranklit.functional._precision import full_precision
 from ranklit.functional.inputs import RetrievalInputs, check_flag, prepare_inputs
 from ranklit.functional.loss_utils import require_positive_queries
 
@@ -79,6 +80,7 @@ class EmbeddingLoss(nn.Module):
         super().__init__()
         self.normalize = check_flag(normalize, "normalize")
 
+    @full_precision  # under autocast too, the loss runs in float32 (float64 stays): docs/spec.md §0
     def forward(
         self,
         embeddings: Tensor,

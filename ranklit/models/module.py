@@ -10,6 +10,7 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
+from torch.optim import Optimizer
 from typing_extensions import override
 
 from ranklit.compat.lightning import attached_trainer
@@ -204,8 +205,7 @@ class RetrievalModule(L.LightningModule):
         if self.multistage is None:
             loss = self._objective(self.net(images), batch, batch_idx)
         else:
-            clip_val = self.multistage.gradient_clip_val
-            loss = manual_optimization_step(self, lambda: self._multistage(batch, batch_idx), batch_idx, clip_val)
+            loss = manual_optimization_step(self, lambda: self._multistage(batch, batch_idx), batch_idx)
         self.log("train/loss", loss, prog_bar=True, batch_size=images.shape[0])
         return loss
 
@@ -219,6 +219,13 @@ class RetrievalModule(L.LightningModule):
             backward=self.manual_backward,
         )
         return loss
+    @override
+    def on_before_optimizer_step(self, optimizer: Optimizer) -> None:
+        # multistage (manual optimisation): clip here, after a 16-mixed gradient scaler has unscaled the gradients
+        if self.multistage is not None and self.multistage.gradient_clip_val is not None:
+            self.clip_gradients(optimizer, gradient_clip_val=self.multistage.gradient_clip_val,
+                                gradient_clip_algorithm="norm")  # fmt: skip
+
     @override
     def on_train_start(self) -> None:
         if not self.automatic_optimization:

@@ -10,8 +10,11 @@ automatic one:
 * :func:`prepare_ddp` switches DDP's gradient hooks off (they expect one backward pass per forward), and
   :func:`manual_optimization_step` averages the gradients once, after the last chunk
   (:func:`ranklit.training.distributed.average_gradients`);
-* gradients are clipped by global norm with ``MultistageBackprop(gradient_clip_val=...)`` through
-  ``LightningModule.clip_gradients`` (so fp16 gradients are unscaled first);
+* the backward passes run as the optimiser step's closure, so that under ``16-mixed`` Lightning's gradient scaler
+  scales the loss (``manual_backward``), unscales the gradients after the closure, skips a step whose gradients
+  overflowed and updates its scale, as in automatic optimisation; gradients are clipped by global norm
+  (``MultistageBackprop(gradient_clip_val=...)``) in the module's ``on_before_optimizer_step`` hook, the one point
+  between the unscaling and the step, so the clipping sees the true gradients;
 * :func:`step_lr_schedulers` steps every scheduler at its ``interval`` (``step`` / ``epoch``) and ``frequency``,
   with the monitored value for ``ReduceLROnPlateau``, through the module's ``lr_scheduler_step`` hook, as Lightning's
   automatic loop does.
@@ -20,12 +23,11 @@ automatic one:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, cast
+from typing import Literal
 
 import lightning as L
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
-from torch.optim import Optimizer
 
 from ranklit.compat.lightning import skip_ddp_gradient_sync
 from ranklit.training.distributed import average_gradients, is_distributed
@@ -55,16 +57,18 @@ def prepare_ddp(trainer: L.Trainer) -> None:
     skip_ddp_gradient_sync(model)
 
 
-def manual_optimization_step(
-    module: L.LightningModule, backward: Callable[[], Tensor], batch_idx: int, clip_val: float | None = None
-) -> Tensor:
-    """Zero the gradients, run ``backward`` (which fills ``.grad``), average them over DDP ranks, clip, step.
+def manual_optimization_step(module: L.LightningModule, backward: Callable[[], Tensor], batch_idx: int) -> Tensor:
+    """One optimiser step whose closure zeroes the gradients, runs ``backward`` and averages them over DDP ranks.
+
+    Lightning's precision plugin runs the closure, then (``16-mixed``) unscales the gradients, calls
+    ``on_before_optimizer_step`` (where :class:`ranklit.models.RetrievalModule` clips them) and steps through its
+    gradient scaler, which skips a step with non-finite gradients.
 
     Args:
         module: the LightningModule in manual optimisation (one optimiser).
-        backward: computes the loss and its gradients; returns the (detached) loss.
+        backward: computes the loss and its gradients (through ``module.manual_backward``, which scales the loss
+            under ``16-mixed``); returns the (detached) loss.
         batch_idx: index of the batch in the epoch (the ``frequency`` of step-interval schedulers counts batches).
-        clip_val: maximum global gradient norm, or ``None``.
 
     Returns:
         The loss returned by ``backward``.
@@ -72,15 +76,17 @@ def manual_optimization_step(
     optimizer = module.optimizers()
     if isinstance(optimizer, list):
         raise ValueError(f"Multistage backprop steps one optimizer, got {len(optimizer)} from `configure_optimizers`.")
-    optimizer.zero_grad()
-    loss = backward()
-    average_gradients(module.parameters())
-    if clip_val is not None:
-        # Lightning documents `clip_gradients(self.optimizers(), ...)`; its annotation only names `Optimizer`
-        module.clip_gradients(cast(Optimizer, optimizer), gradient_clip_val=clip_val, gradient_clip_algorithm="norm")
-    optimizer.step()
+    losses: list[Tensor] = []
+
+    def closure() -> Tensor:
+        optimizer.zero_grad()
+        losses.append(backward())
+        average_gradients(module.parameters())
+        return losses[-1]
+
+    optimizer.step(closure=closure)
     step_lr_schedulers(module, "step", batch_idx)
-    return loss
+    return losses[-1]
 
 
 def step_lr_schedulers(module: L.LightningModule, interval: Literal["step", "epoch"], batch_idx: int = 0) -> None:
