@@ -14,8 +14,10 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from ranklit.compat.lightning import attached_trainer
+from ranklit.functional.inputs import check_flag
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
+from ranklit.models._compile import compile_in_place, compile_options
 from ranklit.models.backbones import EmbeddingNet
 from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
 from ranklit.training.memory import CrossBatchMemory
@@ -106,6 +108,13 @@ class RetrievalModule(L.LightningModule):
         decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
             (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
             the epoch's samples, under ``metric``'s tie policy); stores the epoch's embeddings.
+        compile: ``torch.compile`` the network in place: ``false`` (default), ``true`` (torch.compile's defaults) or
+            a mapping of its options (``{mode: max-autotune, dynamic: false}``); see :mod:`ranklit.models._compile`.
+        compile_loss: compile the loss as well (same options). Off by default: the losses check their input
+            (finite embeddings, queries with a positive), which breaks the graph, and ``benchmarks/overhead.py``
+            measures the gain, if any, on your sizes.
+        channels_last: run the network on channels-last images and weights (``torch.channels_last``), the layout
+            that tensor cores prefer for convolutions under ``bf16-mixed``/``16-mixed`` on recent GPUs.
     """
 
     def __init__(
@@ -124,6 +133,9 @@ class RetrievalModule(L.LightningModule):
         decomposability_gap: bool = False,
         landmarks: RevisitedMetrics | None = None,
         eval_scales: Sequence[float] = (1.0,),
+        compile: bool | dict[str, Any] = False,
+        compile_loss: bool = False,
+        channels_last: bool = False,
     ) -> None:
         super().__init__()
         if lr_scheduler_interval not in ("epoch", "step"):
@@ -131,7 +143,7 @@ class RetrievalModule(L.LightningModule):
         with warnings.catch_warnings():  # objects given from Python are dropped just below
             warnings.filterwarnings("ignore", message=r"Attribute '\w+' is an instance of `nn.Module`")
             self.save_hyperparameters(ignore=_EVALUATION_ONLY)
-        for name in _PARTS:
+        for name in (*_PARTS, "compile"):  # a compile backend given as a callable is not configuration either
             if not _is_config(self.hparams.get(name)):
                 del self.hparams[name]
         self.net = net
@@ -152,6 +164,12 @@ class RetrievalModule(L.LightningModule):
             raise ValueError(f"`eval_scales` must list positive image scales (e.g. [1.0] or [1.0, 0.707, 0.5]), got "
                              f"{eval_scales!r}.")  # fmt: skip
         self.eval_scales = tuple(float(s) for s in eval_scales)
+        self.channels_last = check_flag(channels_last, "channels_last")
+        options = compile_options(compile)
+        compile_in_place(self.net, options)
+        compile_in_place(self.loss, options if check_flag(compile_loss, "compile_loss") else None)
+        if self.channels_last:
+            self.net.to(memory_format=torch.channels_last)
 
     @override
     def setup(self, stage: str) -> None:
@@ -199,21 +217,25 @@ class RetrievalModule(L.LightningModule):
             self.train_gap.update(embeddings, labels, ids, ref_embeddings=refs[0], ref_labels=refs[1], ref_ids=refs[2])
         return loss
 
+    def _layout(self, images: Tensor) -> Tensor:
+        """``images`` in the network's memory layout (channels-last with ``channels_last``; a copy on the device)."""
+        return images.contiguous(memory_format=torch.channels_last) if self.channels_last else images
+
     @override
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        images = batch["image"]
+        images = self._layout(batch["image"])
         if self.multistage is None:
             loss = self._objective(self.net(images), batch, batch_idx)
         else:
-            loss = manual_optimization_step(self, lambda: self._multistage(batch, batch_idx), batch_idx)
+            loss = manual_optimization_step(self, lambda: self._multistage(images, batch, batch_idx), batch_idx)
         self.log("train/loss", loss, prog_bar=True, batch_size=images.shape[0])
         return loss
 
-    def _multistage(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+    def _multistage(self, images: Tensor, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         assert self.multistage is not None  # only called in multistage mode
         loss, _ = multistage_backward(
             self.net,
-            batch["image"],
+            images,
             lambda embeddings: self._objective(embeddings, batch, batch_idx),
             self.multistage.chunk_size,
             backward=self.manual_backward,
@@ -243,6 +265,7 @@ class RetrievalModule(L.LightningModule):
 
     def embed(self, images: Tensor) -> Tensor:
         """Evaluation descriptors: the network's at each of ``eval_scales``, averaged and L2-normalised."""
+        images = self._layout(images)
         if self.eval_scales == (1.0,):
             return self.net(images)
         total = sum(

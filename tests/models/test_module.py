@@ -210,5 +210,6 @@ def test_checkpoint_of_another_shape_is_refused_naming_tensors_and_keys(tmp_path
 def test_objects_from_python_are_not_pickled_into_hparams() -> None:
     module = RetrievalModule(_net(), ROADMAPLoss(), memory=CrossBatchMemory(size=8), head_lr=0.1)
     assert set(module.hparams) == {"lr_scheduler_interval", "head_lr", "loss_lr", "gather", "decomposability_gap",
-                                   "lr_scheduler", "metric", "multistage"}  # fmt: skip
+                                   "lr_scheduler", "metric", "multistage", "compile", "compile_loss",
+                                   "channels_last"}  # fmt: skip
     assert module.hparams.head_lr == 0.1 and module.hparams.metric is None
