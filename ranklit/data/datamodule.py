@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import lightning as L
 import torch.distributed as dist
@@ -84,7 +84,10 @@ class RetrievalDataModule(L.LightningDataModule):
         crop_scale: area range of the training crop, as a fraction of the image.
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
-        num_workers: loader worker processes.
+        num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
+            minus one); they persist from epoch to epoch and from one validation to the next.
+        pin_memory: copy batches into page-locked memory, so their copy to the GPU is asynchronous (Lightning
+            copies with ``non_blocking=True``); ``None`` (default): when the trainer's device is a CUDA GPU.
         on_bad_image: ``"stop"`` or ``"skip"`` an image that cannot be decoded (see **Decoding**).
 
     Example:
@@ -115,13 +118,14 @@ class RetrievalDataModule(L.LightningDataModule):
         std: tuple[float, float, float] = IMAGENET_STD,
         num_workers: int = 0,
         on_bad_image: Literal["stop", "skip"] = "stop",
+        pin_memory: bool | None = None,
     ) -> None:
         super().__init__()
         self.train_dataset, self.val_dataset = train_dataset, val_dataset
         self.test_dataset, self.gallery_dataset = test_dataset, gallery_dataset
         self.batch_sampler = batch_sampler
         self.root = None if root is None else Path(root)
-        self.eval_batch_size, self.num_workers = eval_batch_size, num_workers
+        self.eval_batch_size, self.num_workers, self.pin_memory = eval_batch_size, num_workers, pin_memory
         self.mean, self.std = tuple(mean), tuple(std)
         train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
@@ -177,9 +181,15 @@ class RetrievalDataModule(L.LightningDataModule):
         return DataLoader(
             data,
             batch_sampler=self._train_batch_sampler(),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            **self._loader_options(),
         )
+
+    def _loader_options(self) -> dict[str, Any]:
+        """Workers (persistent), and pinned memory when asked or, by default, when training on a CUDA device."""
+        pin = self.pin_memory
+        if pin is None:
+            pin = self.trainer is not None and self.trainer.strategy.root_device.type == "cuda"
+        return {"num_workers": self.num_workers, "persistent_workers": self.num_workers > 0, "pin_memory": pin}
 
     def _eval_loaders(self, name: str, purpose: str) -> DataLoader | list[DataLoader]:
         if name == "test_dataset" and self.test_dataset is None and self.val_dataset is not None:
@@ -196,7 +206,7 @@ class RetrievalDataModule(L.LightningDataModule):
             sampler=_evaluation_shard(dataset),
             shuffle=False,
             drop_last=False,
-            num_workers=self.num_workers,
+            **self._loader_options(),
         )
 
     @override
