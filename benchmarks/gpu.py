@@ -1,0 +1,231 @@
+"""Everything to measure on the first GPU ranklit meets, in one command; ``--dry-run`` runs it all on the CPU, tiny.
+
+Usage::
+
+    python benchmarks/gpu.py                          # on a CUDA machine: writes its section into benchmarks/RESULTS.md
+    python benchmarks/gpu.py --dry-run                # CPU, tiny sizes, prints the tables (what the test suite runs)
+    python benchmarks/gpu.py --dry-run --results /tmp/RESULTS.md   # ... and writes them into that file
+
+Four tables, each timed as the median of ``--repeat`` runs after a warm-up, with ``torch.cuda.synchronize``:
+
+1. **Metrics** at N = 136,000 items, d = 512 (the size of the iNaturalist 2018 test set; about 3,400 classes of
+   40 images, 8 coarse groups for H-AP), every item a query against all others: ranklit's
+   ``retrieval_metric_tensors`` (flat: mAP, mAP@R, R@k; hierarchical: + H-AP, ASI, NDCG) against the bare score
+   product (``q @ E.T`` chunk by chunk, the floor of any exact metric) and torchmetrics' ``RetrievalMAP`` on a sample
+   of queries (its input is the flat ``Q x N`` score list, so all queries at once do not fit), extrapolated to N
+   queries; both mAPs on that sample are printed as a check.
+2. **Losses**: SupAP, H-AP and Smooth-AP forward + backward at B = 384 to 16,384 (d = 512, P x 4 batches), time and
+   peak GPU memory (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit.
+3. **Training step** of a ResNet-50 at 224 px (batch 128, SGD): the network alone (loss = a sum of the embeddings),
+   with ROADMAPLoss, and with ROADMAPLoss + ``RetrievalMetrics.update``; float32 against bf16 autocast, and bf16 with
+   channels-last.
+
+The dry run uses N = 600, d = 16, B in {32, 64}, ``test_resnet`` at 16 px, batch 8, and names the device "CPU".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+START, END = "<!-- benchmarks/gpu.py: start -->", "<!-- benchmarks/gpu.py: end -->"
+FULL = dict(n=136_000, dim=512, classes=3_400, sample=512, sizes=(384, 1024, 4096, 16384), net="resnet50",
+            image=224, batch=128)  # fmt: skip
+DRY = dict(n=600, dim=16, classes=30, sample=32, sizes=(32, 64), net="test_resnet", image=16, batch=8)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _median_time(fn: Callable[[], Any], device: torch.device, repeat: int) -> float:
+    fn()  # warm-up (kernel selection, allocator)
+    times = []
+    for _ in range(repeat):
+        _sync(device)
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _peak_bytes(fn: Callable[[], Any], device: torch.device) -> int | None:
+    if device.type != "cuda":
+        return None
+    _sync(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
+    fn()
+    _sync(device)
+    return torch.cuda.max_memory_allocated(device) - base
+
+
+def _mib(value: int | None) -> str:
+    return "n/a (CPU)" if value is None else f"{value / 2**20:,.0f}"
+
+
+def _embeddings(n: int, dim: int, classes: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    fine = torch.randperm(n, generator=generator) % classes
+    centres = torch.randn(classes, dim, generator=generator)
+    embeddings = centres[fine] + 1.5 * torch.randn(n, dim, generator=generator)
+    labels = torch.stack([fine, fine % 8], 1)  # [species-like, one of 8 coarse groups]
+    return torch.nn.functional.normalize(embeddings, dim=1).to(device), labels.to(device)
+
+
+def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
+    from torchmetrics.retrieval import RetrievalMAP
+
+    from ranklit.functional.metrics import retrieval_metric_tensors
+
+    embeddings, labels = _embeddings(size["n"], size["dim"], size["classes"], device)
+    n, sample = embeddings.shape[0], size["sample"]
+
+    def bare() -> None:
+        for chunk in embeddings.split(4096):
+            (chunk @ embeddings.T).max()
+
+    queries = torch.arange(sample, device=device)
+    scores = embeddings[:sample] @ embeddings.T
+    scores[queries, queries] = -math.inf  # the query itself is not retrieved
+    target = labels[:sample, :1] == labels[None, :, 0]
+    target[queries, queries] = False
+    indexes = queries[:, None].expand_as(scores)
+
+    def torchmetrics_sample() -> Tensor:
+        return RetrievalMAP()(scores.flatten(), target.flatten(), indexes=indexes.flatten())
+
+    rows = [f"| bare product `q @ E.T` (N = {n:,}) | {_median_time(bare, device, repeat):.3f} | — |"]
+    for name, label in (("flat", labels[:, 0]), ("hierarchical (2 levels)", labels)):
+        seconds = _median_time(lambda label=label: retrieval_metric_tensors(embeddings, label), device, repeat)
+        rows.append(f"| ranklit `retrieval_metric_tensors`, {name} | {seconds:.3f} | — |")
+    per_query = retrieval_metric_tensors(embeddings[:sample], labels[:sample, 0], ref_embeddings=embeddings,
+                                         ref_labels=labels[:, 0], ids=queries, ref_ids=torch.arange(n, device=device),
+                                         per_query=True)  # fmt: skip
+    tm_seconds = _median_time(torchmetrics_sample, device, repeat) * n / sample
+    rows.append(f"| torchmetrics `RetrievalMAP`, {sample} queries x {n / sample:.0f} | {tm_seconds:.3f} | "
+                f"{float(torchmetrics_sample()):.6f} vs ranklit {float(per_query['map'].nanmean()):.6f} |")  # fmt: skip
+    return ["| metrics over every query | seconds | mAP of the sampled queries |", "|---|---:|---|", *rows]
+
+
+def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
+    from ranklit.losses import HAPLoss, SmoothAPLoss, SupAPLoss
+
+    rows = ["| loss | B | forward + backward (ms) | peak memory (MiB) |", "|---|---:|---:|---:|"]
+    for name, loss_fn in (("SupAPLoss", SupAPLoss()), ("HAPLoss", HAPLoss()), ("SmoothAPLoss", SmoothAPLoss())):
+        for batch in size["sizes"]:
+            embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
+            labels = labels if name == "HAPLoss" else labels[:, 0]
+            leaf = embeddings.requires_grad_(True)
+
+            def step(loss_fn: Any = loss_fn, labels: Tensor = labels, leaf: Tensor = leaf) -> None:
+                loss_fn(leaf, labels).backward()
+                leaf.grad = None
+
+            try:
+                peak = _peak_bytes(step, device)
+                rows.append(f"| {name} | {batch:,} | {1000 * _median_time(step, device, repeat):.1f} | {_mib(peak)} |")
+            except torch.OutOfMemoryError:
+                rows.append(f"| {name} | {batch:,} | OOM | OOM |")
+            del embeddings, leaf
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    return rows
+
+
+def training_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
+    from ranklit.losses import ROADMAPLoss
+    from ranklit.metrics import RetrievalMetrics
+    from ranklit.models import EmbeddingNet
+
+    batch, side = size["batch"], size["image"]
+    images = torch.randn(batch, 3, side, side, device=device)
+    labels = (torch.arange(batch, device=device) // 4).long()
+    rows = ["| precision | layout | network only (ms) | + ROADMAPLoss (ms) | + loss + metric update (ms) |",
+            "|---|---|---:|---:|---:|"]  # fmt: skip
+    for precision, channels_last in (("fp32", False), ("bf16-mixed", False), ("bf16-mixed", True)):
+        torch.manual_seed(0)
+        net = EmbeddingNet(size["net"], pretrained=False, embedding_dim=512).to(device)
+        layout = torch.channels_last if channels_last else torch.contiguous_format
+        net = net.to(memory_format=layout)  # type: ignore[call-overload]
+        batch_images = images.contiguous(memory_format=layout)
+        optimizer, loss_fn, metric = torch.optim.SGD(net.parameters(), lr=1e-4), ROADMAPLoss(), RetrievalMetrics()
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision != "fp32" else nullcontext()
+
+        def step(with_loss: bool, with_metric: bool) -> None:
+            with autocast:
+                embeddings = net(batch_images)
+            loss = loss_fn(embeddings, labels) if with_loss else embeddings.float().sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if with_metric:
+                metric.update(embeddings.detach(), labels)
+
+        times = [1000 * _median_time(lambda a=a, b=b: step(a, b), device, repeat)
+                 for a, b in ((False, False), (True, False), (True, True))]  # fmt: skip
+        rows.append(f"| {precision} | {'channels-last' if channels_last else 'NCHW'} | "
+                    + " | ".join(f"{t:.1f}" for t in times) + " |")  # fmt: skip
+    return rows
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
+    return f"CPU ({platform.machine()}, dry run)"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the text between the markers of this script in ``path`` (or append it, markers included)."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    block = f"{START}\n{section}\n{END}"
+    if START in text and END in text:
+        text = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes (the test suite's run)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per figure (default 5; dry run 1)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="file to write the section into (default: benchmarks/RESULTS.md on a GPU, none on a dry run)")
+    args = parser.parse_args(argv)
+    if not args.dry_run and not torch.cuda.is_available():
+        parser.error("no CUDA device: run it on a GPU machine, or `--dry-run` to check it on the CPU")
+    device = torch.device("cpu") if args.dry_run else torch.device("cuda", torch.cuda.current_device())
+    size, repeat = (DRY, args.repeat or 1) if args.dry_run else (FULL, args.repeat or 5)
+    header = (f"## GPU (benchmarks/gpu.py)\n\nCommand: `python benchmarks/gpu.py{' --dry-run' if args.dry_run else ''}`."
+              f" Device: **{device_name(device)}**; torch {torch.__version__}; "
+              f"{time.strftime('%Y-%m-%d', time.gmtime())}; median of {repeat} run(s) after a warm-up.")  # fmt: skip
+    parts = [header]
+    for title, table in (("Metrics", metrics_table), ("Losses", losses_table), ("Training step", training_table)):
+        print(f"{title} ...", flush=True)
+        parts.append(f"### {title}\n\n" + "\n".join(table(size, device, repeat)))
+    section = "\n\n".join(parts)
+    print(section)
+    results = args.results if args.results is not None else (None if args.dry_run else RESULTS)
+    if results is not None:
+        write_section(results, section)
+        print(f"written into {results}")
+    return section
+
+
+if __name__ == "__main__":
+    main()

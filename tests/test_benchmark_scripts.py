@@ -1,0 +1,53 @@
+"""The GPU benchmark runs as its dry run on the CPU (the command a GPU machine will run, at tiny sizes) and writes its
+section into a results file, replacing an earlier one; the overhead benchmark's pieces run and time something."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_dry_run_writes_every_table_naming_the_device(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n")
+    command = [sys.executable, "benchmarks/gpu.py", "--dry-run", "--results", str(results)]
+    for _ in range(2):  # the second run replaces the first one's section
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\n## Losses\n\nearlier figures\n")  # the rest is kept
+    assert text.count("## GPU (benchmarks/gpu.py)") == 1 and "Device: **CPU (" in text
+    for title in ("### Metrics", "### Losses", "### Training step"):
+        assert text.count(title) == 1
+    section = text.split("## GPU (benchmarks/gpu.py)")[1]
+    for row in ("bare product", "flat", "hierarchical (2 levels)", "torchmetrics `RetrievalMAP`", "| SupAPLoss | 32 |",
+                "| HAPLoss | 64 |", "| SmoothAPLoss | 64 |", "| fp32 | NCHW |", "| bf16-mixed | channels-last |"):
+        assert row in section, row
+    timings = [cell for line in section.splitlines() if line.startswith("| SupAPLoss")
+               for cell in line.split("|")[3:4]]  # fmt: skip
+    assert timings and all(float(cell) > 0 for cell in timings)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA, the command runs the whole GPU benchmark")
+def test_gpu_benchmark_without_cuda_and_without_dry_run_says_what_to_do() -> None:
+    run = subprocess.run([sys.executable, "benchmarks/gpu.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "no CUDA device" in run.stderr and "--dry-run" in run.stderr
+
+
+def test_overhead_benchmark_times_both_loops(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import overhead
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    bare = overhead.bare_train(steps=2, warmup=1)
+    assert len(bare) == 2 and all(t > 0 for t in bare)
+    embed, metric = overhead.bare_validate()
+    assert embed > 0 and metric > 0
