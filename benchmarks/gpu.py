@@ -33,6 +33,7 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,18 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
     return rows
 
 
+def _train_step(net: Any, images: Tensor, labels: Tensor, optimizer: Any, loss_fn: Any, metric: Any, autocast: Any,
+                with_loss: bool, with_metric: bool) -> None:
+    with autocast:
+        embeddings = net(images)
+    loss = loss_fn(embeddings, labels) if with_loss else embeddings.float().sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if with_metric:
+        metric.update(embeddings.detach(), labels)
+
+
 def training_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
     from ranklit.losses import ROADMAPLoss
     from ranklit.metrics import RetrievalMetrics
@@ -166,18 +179,9 @@ def training_table(size: dict[str, Any], device: torch.device, repeat: int) -> l
         optimizer, loss_fn, metric = torch.optim.SGD(net.parameters(), lr=1e-4), ROADMAPLoss(), RetrievalMetrics()
         autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision != "fp32" else nullcontext()
 
-        def step(with_loss: bool, with_metric: bool) -> None:
-            with autocast:
-                embeddings = net(batch_images)
-            loss = loss_fn(embeddings, labels) if with_loss else embeddings.float().sum()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if with_metric:
-                metric.update(embeddings.detach(), labels)
-
-        times = [1000 * _median_time(lambda a=a, b=b: step(a, b), device, repeat)
-                 for a, b in ((False, False), (True, False), (True, True))]  # fmt: skip
+        parts = (net, batch_images, labels, optimizer, loss_fn, metric, autocast)
+        times = [1000 * _median_time(partial(_train_step, *parts, with_loss, with_metric), device, repeat)
+                 for with_loss, with_metric in ((False, False), (True, False), (True, True))]  # fmt: skip
         rows.append(f"| {precision} | {'channels-last' if channels_last else 'NCHW'} | "
                     + " | ".join(f"{t:.1f}" for t in times) + " |")  # fmt: skip
     return rows
@@ -205,15 +209,16 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes (the test suite's run)")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per figure (default 5; dry run 1)")
     parser.add_argument("--results", type=Path, default=None,
-                        help="file to write the section into (default: benchmarks/RESULTS.md on a GPU, none on a dry run)")
+                        help="file to write the section into (default: benchmarks/RESULTS.md on a GPU; dry run: none)")
     args = parser.parse_args(argv)
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA device: run it on a GPU machine, or `--dry-run` to check it on the CPU")
     device = torch.device("cpu") if args.dry_run else torch.device("cuda", torch.cuda.current_device())
     size, repeat = (DRY, args.repeat or 1) if args.dry_run else (FULL, args.repeat or 5)
-    header = (f"## GPU (benchmarks/gpu.py)\n\nCommand: `python benchmarks/gpu.py{' --dry-run' if args.dry_run else ''}`."
-              f" Device: **{device_name(device)}**; torch {torch.__version__}; "
-              f"{time.strftime('%Y-%m-%d', time.gmtime())}; median of {repeat} run(s) after a warm-up.")  # fmt: skip
+    command = "python benchmarks/gpu.py" + (" --dry-run" if args.dry_run else "")
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    header = (f"## GPU (benchmarks/gpu.py)\n\nCommand: `{command}`. Device: **{device_name(device)}**; "
+              f"torch {torch.__version__}; {date}; median of {repeat} run(s) after a warm-up.")  # fmt: skip
     parts = [header]
     for title, table in (("Metrics", metrics_table), ("Losses", losses_table), ("Training step", training_table)):
         print(f"{title} ...", flush=True)

@@ -33,7 +33,7 @@ import tempfile
 import time
 import warnings
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -72,7 +72,7 @@ def _trainer(folder: str, callback: Any, **kwargs: Any) -> Any:
 
 
 def _step_times(starts: list[float], warmup: int) -> list[float]:
-    return [b - a for a, b in zip(starts[warmup:], starts[warmup + 1 :])]
+    return [b - a for a, b in zip(starts[warmup:-1], starts[warmup + 1 :], strict=True)]
 
 
 def ranklit_train(steps: int, warmup: int, folder: str, **module_options: Any) -> list[float]:
@@ -81,7 +81,7 @@ def ranklit_train(steps: int, warmup: int, folder: str, **module_options: Any) -
     from ranklit.models import RetrievalModule
 
     class Clock(L.Callback):
-        starts: list[float] = []
+        starts: ClassVar[list[float]] = []
 
         def on_train_batch_start(self, *args: Any) -> None:
             self.starts.append(time.perf_counter())
@@ -119,7 +119,7 @@ def ranklit_validate(folder: str) -> tuple[float, float]:
     from ranklit.models import RetrievalModule
 
     class Clock(L.Callback):
-        marks: list[float] = []
+        marks: ClassVar[list[float]] = []
 
         def on_validation_epoch_start(self, *args: Any) -> None:
             self.marks.append(time.perf_counter())

@@ -12,7 +12,7 @@ The same branches run for real in ``tests/test_gpu.py`` (marker ``gpu``) on a ma
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -62,7 +62,7 @@ def test_symmetric_tiles_fill_a_quarter_of_the_free_gpu_memory(monkeypatch: pyte
 class _Probe(Tensor):
     """A tensor that records its ``.to`` calls and stays on the CPU (no GPU needed)."""
 
-    moved_to: list[Any] = []
+    moved_to: ClassVar[list[Any]] = []
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]

@@ -34,10 +34,10 @@ from ranklit.functional._metric_options import (
     metrics_chunk_size,
 )
 from ranklit.functional._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional._precision import full_precision
 from ranklit.functional._query_values import QueryValues
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
-from ranklit.functional._precision import full_precision
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.hierarchical_metrics import (
     hierarchical_query_metrics,

@@ -4,7 +4,7 @@ workers for training and evaluation, and batches copied to the GPU without block
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import torch
@@ -41,7 +41,7 @@ def test_workers_persist_across_epochs_and_validations(workers: int) -> None:
 class _CopyProbe(Tensor):
     """A tensor that records the keyword arguments of its ``.to`` calls and stays where it is (no GPU needed)."""
 
-    calls: list[dict[str, Any]] = []
+    calls: ClassVar[list[dict[str, Any]]] = []
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]

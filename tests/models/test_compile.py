@@ -46,9 +46,9 @@ def test_compile_options_are_checked_naming_the_key() -> None:
     assert compile_options({"mode": "max-autotune", "dynamic": False}) == {"mode": "max-autotune", "dynamic": False}
     with pytest.raises(ValueError, match=r"`model.compile` has key\(s\) \['mod'\] that torch.compile does not take"):
         RetrievalModule(_net(), ROADMAPLoss(), compile={"mod": "max-autotune"})
-    with pytest.raises(TypeError, match="`model.compile` must be true, false or a mapping"):
+    with pytest.raises(TypeError, match=r"`model.compile` must be true, false or a mapping"):
         RetrievalModule(_net(), ROADMAPLoss(), compile="yes")  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="Unrecognized mode=fastest"):
+    with pytest.raises(UserError, match=r"Unrecognized mode=fastest"):
         RetrievalModule(_net(), ROADMAPLoss(), compile={"mode": "fastest"})
     with pytest.raises(TypeError, match="`compile_loss` must be True or False"):
         RetrievalModule(_net(), ROADMAPLoss(), compile_loss=1)  # type: ignore[arg-type]

@@ -119,8 +119,9 @@ def test_bf16_mixed_quick_start_ends_within_0_03_of_float32(tmp_path: Path) -> N
              for precision in ("32-true", "bf16-mixed")]  # fmt: skip
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", "cases.json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": path})  # fmt: skip
+    command = [sys.executable, "-m", "tests.cli.cli_cases", "cases.json"]
+    env = {**os.environ, "PYTHONPATH": path}
+    driver = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert driver.returncode == 0, driver.stderr[-3000:]
     for result in json.loads(driver.stdout.splitlines()[-1]):
         assert result["returncode"] == 0, result["stderr"][-3000:]
