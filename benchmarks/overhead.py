@@ -5,6 +5,7 @@ Usage::
     python benchmarks/overhead.py                 # quick-start sizes, 5 interleaved rounds (about 3 minutes on 2 cores)
     python benchmarks/overhead.py --rounds 3 --steps 20 --threads 1
     python benchmarks/overhead.py --compile       # adds model.compile (inductor) against eager, ranklit's step
+    python benchmarks/overhead.py --profile       # where ranklit's step spends its time (cProfile, by own time)
 
 Sizes are the quick start's (``configs/quickstart.yaml``): ``resnet10t``, 128-d embeddings, 32-pixel synthetic images,
 P x K = 8 x 4 batches, ROADMAPLoss, Adam 0.002, logging every 5 steps (CSVLogger), validation on 768 images in
@@ -152,6 +153,20 @@ def bare_validate() -> tuple[float, float]:
     return embedded - start, time.perf_counter() - embedded
 
 
+def profile(steps: int) -> None:
+    """cProfile of ranklit's ``fit`` over ``steps`` steps: the functions with the most own time, then the hooks."""
+    import cProfile
+    import pstats
+
+    with tempfile.TemporaryDirectory() as folder:
+        profiler = cProfile.Profile()
+        profiler.runcall(ranklit_train, steps, 0, folder)
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(20)
+    hooks = r"(lightning|ranklit).*(step|log|hook|closure|fetch|objective|forward)"
+    stats.sort_stats("cumulative").print_stats(hooks, 25)
+
+
 def _ms(seconds: float) -> str:
     return f"{1000 * seconds:.1f}"
 
@@ -163,6 +178,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--compile", action="store_true", help="also time ranklit's step with model.compile: true")
+    parser.add_argument("--profile", action="store_true", help="profile ranklit's training steps instead (cProfile)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
@@ -171,6 +187,9 @@ def main() -> None:
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     print(f"machine: {platform.machine()}, {os.cpu_count()} visible cores, torch threads {args.threads}, "
           f"torch {torch.__version__}, load average at start {os.getloadavg()[0]:.2f}")  # fmt: skip
+    if args.profile:
+        profile(args.steps)
+        return
     train: dict[str, list[float]] = {"ranklit": [], "bare": [], "compiled": []}
     val: dict[str, list[tuple[float, float]]] = {"ranklit": [], "bare": []}
     compile_time = []
