@@ -14,17 +14,12 @@ ranklit keeps every warning. What is filtered, and why it does not concern the u
 - For ``test``/``validate``/``predict`` from a training checkpoint: "Please add the following callbacks:
   ['ResumableTraining', 'FaultTolerance']" (ranklit's training-state callbacks, which evaluation does not need) and
   ModelCheckpoint's "The dirpath has changed" (nothing is trained, so nothing is checkpointed).
-
-One warning is shown that Python hides by default: the ``DeprecationWarning`` of an import path that moved
-(:mod:`ranklit._moved`), which jsonargparse triggers when the user's config names an old ``class_path``.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
-
-from ranklit._moved import MESSAGE_PATTERN
 
 __all__ = ["install"]
 
@@ -64,18 +59,14 @@ def install(args: list[str]) -> None:
         ...     warnings.warn_explicit("`isinstance(treespec, LeafSpec)` is deprecated, use ...", FutureWarning,
         ...                            "_pytree.py", 21, module="lightning.pytorch.utilities._pytree")
         ...     warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated (from elsewhere)", FutureWarning)
-        ...     warnings.warn("`ranklit.training.locks` moved to `ranklit.callbacks.locks`; ...", DeprecationWarning)
-        ...     warnings.warn("some other deprecation", DeprecationWarning)
-        >>> [str(w.message) for w in caught]  # doctest: +NORMALIZE_WHITESPACE
-        ['`isinstance(treespec, LeafSpec)` is deprecated (from elsewhere)',
-         '`ranklit.training.locks` moved to `ranklit.callbacks.locks`; ...']
+        >>> [str(w.message) for w in caught]
+        ['`isinstance(treespec, LeafSpec)` is deprecated (from elsewhere)']
     """
     subcommand = args[0] if args else None
     resumed = subcommand == "fit" and any(a.startswith(("--resume", "--ckpt_path")) for a in args)
     rules = _ALWAYS + (_EVALUATION if subcommand in ("test", "validate", "predict") else []) + (_RESUME * resumed)
     for message, category, module in rules:
         warnings.filterwarnings("ignore", message=message, category=category, module=module)
-    warnings.filterwarnings("default", message=MESSAGE_PATTERN, category=DeprecationWarning)  # an old config path
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _NoAdvertisement) for f in logger.filters):

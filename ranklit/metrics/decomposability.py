@@ -16,7 +16,6 @@ policy of [spec §0][spec-ties] (both terms alike).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -185,15 +184,3 @@ class DecomposabilityGap(Metric):
         global_map = _global_map(embeddings, dim_zero_cat(self.labels), dim_zero_cat(self.ids), self.ties)
         return _result(float(self.ap_sum), int(self.num_queries), global_map)
 
-
-def __getattr__(name: str) -> Any:
-    """``latest_per_id``, moved to :mod:`ranklit.functional.sample_ids`: the old path works, with a warning."""
-    if name == "latest_per_id":
-        warnings.warn(
-            "`ranklit.metrics.decomposability.latest_per_id` moved to `ranklit.functional.sample_ids.latest_per_id`; "
-            "the old path will be removed in the next release.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return sample_ids.latest_per_id
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,5 @@
 """Backbones, pooling, embedding head, the learning-rate schedule and the ``RetrievalModule``."""
 
-from ranklit._moved import old_names
 from ranklit.models.backbones import EmbeddingNet, create_backbone
 from ranklit.models.module import RetrievalModule
 from ranklit.models.pooling import GeM, GlobalPool
@@ -14,5 +13,3 @@ __all__ = [
     "WarmupCosineLR",
     "create_backbone",
 ]
-
-__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning

@@ -3,7 +3,6 @@
 The Lightning callbacks (resume, faults, checkpoints, ...) are in :mod:`ranklit.callbacks`.
 """
 
-from ranklit._moved import old_names
 from ranklit.training.distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
 from ranklit.training.memory import CrossBatchMemory
 from ranklit.training.multistage import MultistageBackprop, multistage_backward
@@ -20,5 +19,3 @@ __all__ = [
     "multistage_backward",
     "ranking_objective",
 ]
-
-__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning
