@@ -56,7 +56,8 @@ def test_ci_tests_the_lower_bounds_of_pyproject() -> None:
             name, version = line.split("==")
             pins[name.split("[")[0]] = version
     bounds = {}
-    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for requirement in project["dependencies"] + project["optional-dependencies"]["train"]:
         name, _, rest = requirement.partition(">=")
         if "<" in rest:  # a range: its lower bound must be tested
             bounds[name.split("[")[0]] = rest.split(",")[0]

@@ -1,8 +1,8 @@
 """``EmbeddingWriter``: write what ``ranklit predict`` computes (embeddings, labels, indices) to disk as it goes.
 
 The format is numpy ``.npy`` shards with a JSON manifest, read back through memory maps
-(:mod:`ranklit.functional.descriptors`): a set of any size is written with the memory of one shard and streamed by
-the evaluation, the whitening and α-QE (:mod:`ranklit.functional.postprocess`).
+(:mod:`ranklit.landmarks.descriptors`): a set of any size is written with the memory of one shard and streamed by
+the evaluation, the whitening and α-QE (:mod:`ranklit.landmarks.postprocess`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from typing_extensions import override
 
-from ranklit.functional.descriptors import DEFAULT_CHUNK_ROWS, DescriptorShards, DescriptorWriter
+from ranklit.landmarks.descriptors import DEFAULT_CHUNK_ROWS, DescriptorShards, DescriptorWriter
 
 __all__ = ["EmbeddingWriter", "load_predictions"]
 
@@ -25,11 +25,11 @@ _ROLES = ("query", "gallery")
 class EmbeddingWriter(BasePredictionWriter):
     """Write each predicted batch to the folder ``path`` as numpy shards of ``shard_rows`` rows.
 
-    Layout: ``path/`` holds the shards of the predicted set (format: :mod:`ranklit.functional.descriptors`); with a
+    Layout: ``path/`` holds the shards of the predicted set (format: :mod:`ranklit.landmarks.descriptors`); with a
     query/gallery evaluation, ``path/query/`` and ``path/gallery/``. Under DDP every rank writes its own shards and
     manifest (``rank<r>``); readers merge them and drop the sampler's padding repeats by dataset index. A folder is
     readable once its manifests are written, at the end of the epoch. Read it with :func:`load_predictions` (into
-    memory) or :class:`ranklit.functional.descriptors.DescriptorShards` (memory-mapped).
+    memory) or :class:`ranklit.landmarks.descriptors.DescriptorShards` (memory-mapped).
     """
 
     def __init__(self, path: str = "predictions", shard_rows: int = DEFAULT_CHUNK_ROWS) -> None:
@@ -71,7 +71,7 @@ def load_predictions(path: str | Path) -> dict[str, Any]:
 
     Returns ``{"embeddings": [N, D], "labels": [N] or [N, L], "index": [N]}``, or ``{"query": {...}, "gallery":
     {...}}`` for a query/gallery prediction. For sets bigger than memory use
-    :class:`ranklit.functional.descriptors.DescriptorShards` instead.
+    :class:`ranklit.landmarks.descriptors.DescriptorShards` instead.
     """
     path = Path(path)
     if all((path / role).is_dir() for role in _ROLES):

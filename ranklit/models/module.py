@@ -13,8 +13,9 @@ from torch import Tensor, nn
 from typing_extensions import override
 
 from ranklit.compat.lightning import attached_trainer
+from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss
-from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
+from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
 from ranklit.models.backbones import EmbeddingNet
 from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
 from ranklit.training.memory import CrossBatchMemory
@@ -95,8 +96,8 @@ class RetrievalModule(L.LightningModule):
         memory: a :class:`ranklit.training.CrossBatchMemory` (size, start step, weight), or ``None``.
         multistage: a :class:`ranklit.training.MultistageBackprop` (chunk size, clipping), or ``None`` (plain
             backprop of the whole batch).
-        landmarks: test on Revisited Oxford/Paris instead of ``metric``: a :class:`ranklit.metrics.RevisitedMetrics`
-            (post-processing, mP@k) over a :class:`ranklit.data.RevisitedTestSet`; logs
+        landmarks: test on Revisited Oxford/Paris instead of ``metric``: a :class:`ranklit.landmarks.RevisitedMetrics`
+            (post-processing, mP@k) over a :class:`ranklit.landmarks.RevisitedTestSet`; logs
             ``test/<name>/<protocol>/map`` and ``.../mp_at_<k>``. Not saved in checkpoints, like ``eval_scales``: a
             test config sets them for any trained model.
         eval_scales: image scales of the evaluation descriptors (validation, test, predict): one scale embeds the

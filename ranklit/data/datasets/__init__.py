@@ -7,8 +7,6 @@ from ranklit.data.datasets.dyml import DyML
 from ranklit.data.datasets.folder import ClassFolderDataset
 from ranklit.data.datasets.inaturalist import INaturalist2018
 from ranklit.data.datasets.inshop import InShop
-from ranklit.data.datasets.revisited import RevisitedLandmarks
-from ranklit.data.datasets.revisited_test import RevisitedTestSet
 from ranklit.data.datasets.sop import StanfordOnlineProducts
 from ranklit.data.datasets.synthetic import SyntheticHierarchy
 from ranklit.data.datasets.vehicleid import VehicleID
@@ -23,8 +21,6 @@ __all__ = [
     "ImageRetrievalDataset",
     "RetrievalDataset",
     "InShop",
-    "RevisitedLandmarks",
-    "RevisitedTestSet",
     "StanfordOnlineProducts",
     "VehicleID",
 ]

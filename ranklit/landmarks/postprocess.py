@@ -2,7 +2,7 @@
 
 Each step is a small object called as ``step(queries, gallery) -> (queries, gallery)`` on L2-normalised descriptors
 (scores are dot products); a list of steps is applied in order by :func:`apply_postprocess`. ``queries`` is a
-``[Q, D]`` tensor, ``gallery`` a tensor or a :class:`ranklit.functional.descriptors.Descriptors` set (e.g. numpy
+``[Q, D]`` tensor, ``gallery`` a tensor or a :class:`ranklit.landmarks.descriptors.Descriptors` set (e.g. numpy
 shards on disk): whitening and α-QE stream over the gallery, so a million-row gallery never sits in memory. They work
 for any query/gallery evaluation, e.g. ``retrieval_metrics(*apply_postprocess(steps, q, g), ...)``.
 
@@ -31,9 +31,9 @@ import torch
 from torch import Tensor
 
 from ranklit.checks import positive_int
-from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
-from ranklit.functional.neighbours import top_k
-from ranklit.functional.whitening import Whitening, learn_whitening
+from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
+from ranklit.landmarks.neighbours import top_k
+from ranklit.landmarks.whitening import Whitening, learn_whitening
 
 __all__ = [
     "PostProcessStep",
@@ -92,18 +92,18 @@ class PostProcessStep:
 
 
 class LearntWhitening(PostProcessStep):
-    """Apply a PCA whitening (:func:`ranklit.functional.learn_whitening`) to queries and gallery.
+    """Apply a PCA whitening (:func:`ranklit.landmarks.learn_whitening`) to queries and gallery.
 
-    ``x' = normalise((x - mu) P)`` (see :mod:`ranklit.functional.whitening`); on a descriptor set the gallery is
+    ``x' = normalise((x - mu) P)`` (see :mod:`ranklit.landmarks.whitening`); on a descriptor set the gallery is
     whitened chunk by chunk as it is read.
 
     Args:
         descriptors: a descriptor folder written by ``ranklit predict`` (or a ``.npy`` file of a ``[N, D]``
             array) to learn from; ``None``: the training descriptors the evaluation passes to :meth:`prepare` (e.g. the
-            ``whitening_dataset`` of :class:`ranklit.data.RevisitedTestSet`).
+            ``whitening_dataset`` of :class:`ranklit.landmarks.RevisitedTestSet`).
         power: eigenvalue exponent (0.25: square-rooted PCA of the paper; 0.5: full whitening).
         dim: components kept (``None``: all).
-        whitening: an already learnt :class:`ranklit.functional.whitening.Whitening` (from Python).
+        whitening: an already learnt :class:`ranklit.landmarks.whitening.Whitening` (from Python).
 
     Example:
         >>> train = torch.tensor([[2.0, 0.0], [-2.0, 0.0], [0.0, 0.5], [0.0, -0.5]])

@@ -7,10 +7,8 @@ says which lists are counted as positives and which are removed from the query's
     medium:  positives = easy + hard   removed = junk
     hard:    positives = hard          removed = junk + easy
 
-Why a module of its own, at the top of the package: both the metric (:func:`ranklit.functional.revisited_map`) and the
-dataset (``RevisitedLandmarks.ground_truth``) apply the protocols, and the dependency arrows forbid either importing
-the other (``ranklit.functional`` imports torch only, ``ranklit.data`` torch and torchvision only). This module
-imports nothing, so both may import it and the protocols are defined once.
+Both the metric (:func:`ranklit.landmarks.revisited_map`) and the dataset (``RevisitedLandmarks.ground_truth``)
+apply the protocols: they are defined here once.
 
 >>> PROTOCOLS["medium"]
 (('easy', 'hard'), ('junk',))

@@ -3,7 +3,7 @@
 The set the landmark papers evaluate (Revaud et al. ICCV 2019 §4.1-4.3, Radenović et al. CVPR 2018): for each
 benchmark its 70 queries cropped to their ``bbx`` and its gallery, fed at their original size (downscaled only when
 the longer side exceeds ``max_size``), optionally followed by the images a whitening is learnt from. One
-``ranklit test`` embeds them all and :class:`ranklit.metrics.RevisitedMetrics` scores each benchmark.
+``ranklit test`` embeds them all and :class:`ranklit.landmarks.RevisitedMetrics` scores each benchmark.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from ranklit.data.datasets.base import RetrievalDataset
-from ranklit.data.datasets.revisited import RevisitedLandmarks
 from ranklit.data.transforms import full_size_transform
+from ranklit.landmarks.datasets import RevisitedLandmarks
 
 __all__ = ["RevisitedBenchmark", "RevisitedTestSet"]
 
@@ -55,7 +55,7 @@ class RevisitedTestSet(RetrievalDataset):
             ``max_size``; the datamodule's resize-and-crop evaluation transform is not used).
         max_size: longer side of the test images (downscaled when larger, never upscaled); ``None``: as stored.
         whitening_dataset: images embedded with the test set to learn a whitening from
-            (:class:`ranklit.functional.postprocess.LearntWhitening` without ``descriptors``), e.g. a
+            (:class:`ranklit.landmarks.postprocess.LearntWhitening` without ``descriptors``), e.g. a
             :class:`ranklit.data.CSVDataset` of training landmarks (give its own ``root``); its transform is
             replaced by this set's.
 

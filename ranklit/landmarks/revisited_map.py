@@ -1,7 +1,7 @@
 """mAP of Revisited Oxford and Paris under the easy / medium / hard protocols (Radenović et al., CVPR 2018).
 
 Each query comes with three lists of gallery indices: ``easy`` and ``hard`` positives and ``junk``. The protocols
-say which lists are positives and which are removed (``PROTOCOLS``, defined in :mod:`ranklit.revisited_protocols`,
+say which lists are positives and which are removed (``PROTOCOLS``, defined in :mod:`ranklit.landmarks.protocols`,
 where the dataset reads them too)::
 
     easy:    positives = easy          removed = junk + hard
@@ -26,13 +26,13 @@ from torch import Tensor
 
 from ranklit.functional._positive_ranks import positive_counts
 from ranklit.functional.binary_metrics import average_precision, expected_precisions
-from ranklit.functional.descriptors import Descriptors, MappedDescriptors, as_descriptors
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.metrics import metrics_chunk_size
-from ranklit.functional.neighbours import query_scores
 from ranklit.functional.ranking import select_columns
 from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
-from ranklit.revisited_protocols import PROTOCOLS
+from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors
+from ranklit.landmarks.neighbours import query_scores
+from ranklit.landmarks.protocols import PROTOCOLS
 
 __all__ = ["PROTOCOLS", "revisited_map"]
 
@@ -146,7 +146,7 @@ def revisited_map(
     Args:
         embeddings: ``[Q, D]`` query embeddings (L2-normalised here; score = dot product).
         ref_embeddings: ``[N, D]`` gallery embeddings (optionally with the R1M distractors appended), a tensor or a
-            descriptor set (:mod:`ranklit.functional.descriptors`) streamed chunk by chunk: memory ``O(Q·N)``
+            descriptor set (:mod:`ranklit.landmarks.descriptors`) streamed chunk by chunk: memory ``O(Q·N)``
             scores, never the ``N·D`` gallery. Rows are L2-normalised as they are read.
         gnd: one mapping per query with ``'easy'``, ``'hard'`` and ``'junk'`` lists of gallery indices (the ``gnd``
             entries of revisitop's ``gnd_roxford5k.pkl``; other keys such as ``'bbx'`` are ignored).

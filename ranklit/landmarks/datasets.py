@@ -12,8 +12,8 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
-from ranklit.data.datasets.ground_truth import load_ground_truth
-from ranklit.revisited_protocols import PROTOCOLS
+from ranklit.landmarks.ground_truth import load_ground_truth
+from ranklit.landmarks.protocols import PROTOCOLS
 
 __all__ = ["RevisitedLandmarks"]
 
@@ -24,7 +24,7 @@ class RevisitedLandmarks(ImageRetrievalDataset):
     Reads ``gnd_<name>.pkl`` (a dict with ``imlist``, ``qimlist`` and ``gnd``, one entry per query with ``bbx`` and
     the ``easy`` / ``hard`` / ``junk`` index lists into ``imlist``) and the images ``jpg/<image>.jpg``. The pickle is
     read by a restricted unpickler (builtin containers and numpy arrays only,
-    :mod:`ranklit.data.datasets.ground_truth`): a file that would run code is refused with a ``ValueError``.
+    :mod:`ranklit.landmarks.ground_truth`): a file that would run code is refused with a ``ValueError``.
 
     There are no class labels: ``labels`` holds the query number for queries and ``-1`` for gallery images, so no
     pair matches by label. Relevance comes from the ground truth: ``gnd`` (the raw lists) or :meth:`ground_truth`

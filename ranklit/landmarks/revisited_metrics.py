@@ -1,11 +1,11 @@
 """``RevisitedMetrics``: mAP and mP@k of Revisited Oxford/Paris (Easy / Medium / Hard) after post-processing.
 
 The metric accumulates descriptors and their dataset indices (``dist_reduce_fx="cat"``: DDP gathers them) over a
-:class:`ranklit.data.RevisitedTestSet`, whose layout it learns from :meth:`RevisitedMetrics.bind`. At
+:class:`ranklit.landmarks.RevisitedTestSet`, whose layout it learns from :meth:`RevisitedMetrics.bind`. At
 :meth:`~RevisitedMetrics.compute`, for each benchmark of the set: the query and gallery descriptors are
-L2-normalised, post-processed (:mod:`ranklit.functional.postprocess`: learnt whitening, α-QE, DBA, in the configured
+L2-normalised, post-processed (:mod:`ranklit.landmarks.postprocess`: learnt whitening, α-QE, DBA, in the configured
 order; a whitening without ``descriptors`` learns from the set's ``whitening_dataset`` images), then scored by
-:func:`ranklit.functional.revisited_map` under the three protocols.
+:func:`ranklit.landmarks.revisited_map` under the three protocols.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional.inputs import check_embeddings, check_ids
-from ranklit.functional.landmarks import PROTOCOLS, revisited_map
-from ranklit.functional.postprocess import PostProcessStep, apply_postprocess
 from ranklit.functional.ties import check_ties
+from ranklit.landmarks.postprocess import PostProcessStep, apply_postprocess
+from ranklit.landmarks.revisited_map import PROTOCOLS, revisited_map
 
 __all__ = ["RevisitedMetrics"]
 
@@ -34,23 +34,23 @@ class _Benchmark(Protocol):
 
 
 class RevisitedMetrics(Metric):
-    """Easy / Medium / Hard mAP and mP@k of each benchmark of a :class:`ranklit.data.RevisitedTestSet`.
+    """Easy / Medium / Hard mAP and mP@k of each benchmark of a :class:`ranklit.landmarks.RevisitedTestSet`.
 
     ``compute()`` returns ``{"<name>/<protocol>/map": ..., "<name>/<protocol>/mp_at_<k>": ...}`` (0-dim float64
     tensors), e.g. ``roxford5k/medium/map``; :class:`ranklit.models.RetrievalModule` logs them under ``test/``.
 
     Args:
         postprocess: steps applied in order to each benchmark's queries and gallery
-            (:class:`~ranklit.functional.postprocess.LearntWhitening`,
-            :class:`~ranklit.functional.postprocess.AlphaQueryExpansion`,
-            :class:`~ranklit.functional.postprocess.DatabaseAugmentation`, or any
-            :class:`~ranklit.functional.postprocess.PostProcessStep`).
-        precision_at: the ``k`` of mP@k (revisitop's definition, see :func:`ranklit.functional.revisited_map`).
+            (:class:`~ranklit.landmarks.postprocess.LearntWhitening`,
+            :class:`~ranklit.landmarks.postprocess.AlphaQueryExpansion`,
+            :class:`~ranklit.landmarks.postprocess.DatabaseAugmentation`, or any
+            :class:`~ranklit.landmarks.postprocess.PostProcessStep`).
+        precision_at: the ``k`` of mP@k (revisitop's definition, see :func:`ranklit.landmarks.revisited_map`).
         trapezoid: revisitop's trapezoidal AP (``True``, what published tables report) or the exact AP of
             [spec §1][spec-metrics] (``False``).
         ties: ``"pessimistic"`` (default), ``"average"`` or ``"optimistic"`` ([spec §0][spec-ties]): the metrics under
             the worst ordering of each group of equal scores, their mean over its orderings, or the best; junk images
-            are removed before the tie groups are formed (see :func:`ranklit.functional.revisited_map`).
+            are removed before the tie groups are formed (see :func:`ranklit.landmarks.revisited_map`).
         **kwargs: options of ``torchmetrics.Metric``.
 
     Example:
@@ -84,7 +84,7 @@ class RevisitedMetrics(Metric):
         for step in postprocess:
             if not isinstance(step, PostProcessStep):
                 raise TypeError(
-                    f"`postprocess` holds a {type(step).__name__}; give ranklit.functional.postprocess steps "
+                    f"`postprocess` holds a {type(step).__name__}; give ranklit.landmarks.postprocess steps "
                     "(LearntWhitening, AlphaQueryExpansion, DatabaseAugmentation)."
                 )
         self.postprocess, self.precision_at, self.trapezoid = list(postprocess), tuple(precision_at), trapezoid
@@ -98,8 +98,8 @@ class RevisitedMetrics(Metric):
         """Read the benchmarks (``benchmarks``, ``whitening_rows``) of the evaluated test set."""
         if not hasattr(dataset, "benchmarks"):
             raise TypeError(
-                f"RevisitedMetrics evaluates a ranklit.data.RevisitedTestSet, got a {type(dataset).__name__}: set "
-                "`data.test_dataset` to `ranklit.data.RevisitedTestSet` (see configs/revisited_eval.yaml)."
+                f"RevisitedMetrics evaluates a ranklit.landmarks.RevisitedTestSet, got a {type(dataset).__name__}: set "
+                "`data.test_dataset` to `ranklit.landmarks.RevisitedTestSet` (see configs/revisited_eval.yaml)."
             )
         self.benchmarks = list(dataset.benchmarks)
         self.whitening_rows = getattr(dataset, "whitening_rows", None)

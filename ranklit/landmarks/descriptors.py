@@ -4,7 +4,7 @@ A descriptor set is anything with ``num_rows``, ``dim``, ``chunks(rows)`` (the r
 time) and ``take(index)`` (a few rows by position): :class:`TensorDescriptors` wraps a tensor,
 :class:`DescriptorShards` reads a folder written by :class:`DescriptorWriter` (what ``ranklit predict`` writes) and
 :class:`MappedDescriptors` applies a row-wise function (a whitening) lazily. Scores against a set are computed chunk
-by chunk (:mod:`ranklit.functional.neighbours`), so memory is ``O(Q·N + chunk·D)`` instead of ``O(N·D)``.
+by chunk (:mod:`ranklit.landmarks.neighbours`), so memory is ``O(Q·N + chunk·D)`` instead of ``O(N·D)``.
 
 Chunks are read with plain file reads (the resident memory stays at one chunk; the operating system's page cache is
 not counted), rows taken by position through the memory map.

@@ -11,9 +11,9 @@ the default ``power = 0.25`` is the square-rooted PCA of the paper: each compone
 variance, which damps the dominant directions without blowing up the weak ones. Eigenvalues below ``1e-6`` times the
 largest are raised to that floor, so near-empty directions are not amplified into noise.
 
-Use: :class:`ranklit.functional.postprocess.LearntWhitening` learns it from the descriptors ``ranklit predict`` writes
+Use: :class:`ranklit.landmarks.postprocess.LearntWhitening` learns it from the descriptors ``ranklit predict`` writes
 for the training images (or from a ``whitening_dataset`` embedded with the test set) and applies it to query and
-gallery descriptors, as ``configs/revisited_eval.yaml`` does before :func:`ranklit.functional.revisited_map`.
+gallery descriptors, as ``configs/revisited_eval.yaml`` does before :func:`ranklit.landmarks.revisited_map`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ranklit.functional.descriptors import Descriptors, as_descriptors
+from ranklit.landmarks.descriptors import Descriptors, as_descriptors
 
 __all__ = ["Whitening", "learn_whitening"]
 
@@ -62,7 +62,7 @@ def learn_whitening(
 
     Args:
         embeddings: ``[N, D]`` descriptors, ``N >= 2``: a tensor, or a descriptor set
-            (:mod:`ranklit.functional.descriptors`, e.g. the shards ``ranklit predict`` writes) read in two passes
+            (:mod:`ranklit.landmarks.descriptors`, e.g. the shards ``ranklit predict`` writes) read in two passes
             of ``chunk_rows`` rows (mean, then covariance: memory ``O(D² + chunk_rows·D)``).
         power: exponent of the eigenvalue scaling (0.25: square-rooted PCA; 0.5: full whitening; 0: PCA only).
         dim: components kept, ``K <= D``; ``None`` keeps all ``D``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.functional.whitening import learn_whitening
+from ranklit.landmarks.whitening import learn_whitening
 
 
 def _descriptors(n: int, d: int, seed: int) -> torch.Tensor:
@@ -68,7 +68,7 @@ def test_bad_input_is_rejected() -> None:
 
 
 def test_learnt_from_shards_on_disk_equals_learnt_in_memory(tmp_path) -> None:
-    from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
+    from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
 
     train = _descriptors(100, 6, 5).float()
     writer = DescriptorWriter(tmp_path, shard_rows=16)
