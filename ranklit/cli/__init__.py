@@ -47,8 +47,8 @@ def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
     if missing := missing_training_stack():
         sys.stderr.write(
-            f"error: the `ranklit` command needs the training stack, and {', '.join(missing)} "
-            "is not installed here: pip install \"ranklit[train]\"\n"
+            f"error: the `ranklit` command needs the training stack (missing here: {', '.join(missing)}); "
+            "install it with: pip install \"ranklit[train]\"\n"
         )
         raise SystemExit(2)
     from ranklit.cli.app import main as run
