@@ -1,10 +1,10 @@
 """The ``ranklit`` command line (everything here is command-line code; nothing else in ranklit imports it).
 
-- :mod:`ranklit.cli.app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
-- :mod:`ranklit.cli.config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
-- :mod:`ranklit.cli.runs`, :mod:`ranklit.cli.resuming` — run folders, their saved config and ``--resume``.
-- :mod:`ranklit.cli.error_surface`, :mod:`ranklit.cli.warning_filters` — short errors, exit codes, quiet runs.
-- :mod:`ranklit.cli.data_check` — ``ranklit data check``.
+- :mod:`ranklit.cli._app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
+- :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
+- :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
+- :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
+- :mod:`ranklit.cli._data_check` — ``ranklit data check``.
 
 The command needs the training stack (``pip install "ranklit[train]"``); the core install (losses, metrics) does not
 have it, and :func:`main` then says so in one line (exit 2) instead of a traceback. This module imports nothing of the
@@ -18,7 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ranklit.cli.app import RanklitCLI
+    from ranklit.cli._app import RanklitCLI
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -51,7 +51,7 @@ def main(args: list[str] | None = None) -> None:
             "install it with: pip install \"ranklit[train]\"\n"
         )
         raise SystemExit(2)
-    from ranklit.cli.app import main as run
+    from ranklit.cli._app import main as run
 
     run(args)
 
@@ -59,7 +59,7 @@ def main(args: list[str] | None = None) -> None:
 def __getattr__(name: str) -> Any:
     """``ranklit.cli.RanklitCLI``, imported on first use (it needs Lightning)."""
     if name == "RanklitCLI":
-        from ranklit.cli.app import RanklitCLI
+        from ranklit.cli._app import RanklitCLI
 
         return RanklitCLI
     raise AttributeError(f"module 'ranklit.cli' has no attribute {name!r}")

@@ -3,10 +3,10 @@ Paris datasets, their mAP and mP@k under the easy / medium / hard protocols.
 
 - :mod:`ranklit.landmarks.descriptors` — descriptor sets as tensors or ``.npy`` shards on disk, streamed in chunks.
 - :mod:`ranklit.landmarks.neighbours` — scores and top-k of queries against a descriptor set, chunk by chunk.
-- :mod:`ranklit.landmarks.whitening`, :mod:`ranklit.landmarks.postprocess` — learnt whitening, α-QE, DBA.
-- :mod:`ranklit.landmarks.protocols`, :mod:`ranklit.landmarks.revisited_map`,
-  :mod:`ranklit.landmarks.revisited_metrics` — the protocols, the metric function and its torchmetrics class.
-- :mod:`ranklit.landmarks.datasets`, :mod:`ranklit.landmarks.evaluation_set`, :mod:`ranklit.landmarks.ground_truth` —
+- :mod:`ranklit.landmarks._whitening`, :mod:`ranklit.landmarks.postprocess` — learnt whitening, α-QE, DBA.
+- :mod:`ranklit.landmarks._protocols`, :mod:`ranklit.landmarks._revisited_map`,
+  :mod:`ranklit.landmarks._revisited_metrics` — the protocols, the metric function and its torchmetrics class.
+- :mod:`ranklit.landmarks._datasets`, :mod:`ranklit.landmarks._evaluation_set`, :mod:`ranklit.landmarks.ground_truth` —
   the Revisited readers (these need the ``train`` extra: Pillow, torchvision; imported on first use).
 
 The pipeline is pure torch + numpy except the readers, so the metric and the post-processing work with the core
@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ranklit.landmarks._protocols import PROTOCOLS
+from ranklit.landmarks._revisited_map import revisited_map
+from ranklit.landmarks._revisited_metrics import RevisitedMetrics
+from ranklit.landmarks._whitening import Whitening, learn_whitening
 from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter, as_descriptors, open_descriptors
 from ranklit.landmarks.neighbours import query_scores, top_k
 from ranklit.landmarks.postprocess import (
@@ -27,14 +31,10 @@ from ranklit.landmarks.postprocess import (
     alpha_query_expansion,
     apply_postprocess,
 )
-from ranklit.landmarks.protocols import PROTOCOLS
-from ranklit.landmarks.revisited_map import revisited_map
-from ranklit.landmarks.revisited_metrics import RevisitedMetrics
-from ranklit.landmarks.whitening import Whitening, learn_whitening
 
 if TYPE_CHECKING:
-    from ranklit.landmarks.datasets import RevisitedLandmarks
-    from ranklit.landmarks.evaluation_set import RevisitedTestSet
+    from ranklit.landmarks._datasets import RevisitedLandmarks
+    from ranklit.landmarks._evaluation_set import RevisitedTestSet
 
 __all__ = [
     "PROTOCOLS",
@@ -58,7 +58,10 @@ __all__ = [
     "top_k",
 ]
 
-_READERS = {"RevisitedLandmarks": "ranklit.landmarks.datasets", "RevisitedTestSet": "ranklit.landmarks.evaluation_set"}
+_READERS = {
+    "RevisitedLandmarks": "ranklit.landmarks._datasets",
+    "RevisitedTestSet": "ranklit.landmarks._evaluation_set",
+}
 
 
 def __getattr__(name: str) -> Any:

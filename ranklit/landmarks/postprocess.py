@@ -31,9 +31,9 @@ import torch
 from torch import Tensor
 
 from ranklit.checks import positive_int
+from ranklit.landmarks._whitening import Whitening, learn_whitening
 from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
 from ranklit.landmarks.neighbours import top_k
-from ranklit.landmarks.whitening import Whitening, learn_whitening
 
 __all__ = [
     "PostProcessStep",
@@ -94,7 +94,7 @@ class PostProcessStep:
 class LearntWhitening(PostProcessStep):
     """Apply a PCA whitening (:func:`ranklit.landmarks.learn_whitening`) to queries and gallery.
 
-    ``x' = normalise((x - mu) P)`` (see :mod:`ranklit.landmarks.whitening`); on a descriptor set the gallery is
+    ``x' = normalise((x - mu) P)`` (see :mod:`ranklit.landmarks._whitening`); on a descriptor set the gallery is
     whitened chunk by chunk as it is read.
 
     Args:
@@ -103,7 +103,7 @@ class LearntWhitening(PostProcessStep):
             ``whitening_dataset`` of :class:`ranklit.landmarks.RevisitedTestSet`).
         power: eigenvalue exponent (0.25: square-rooted PCA of the paper; 0.5: full whitening).
         dim: components kept (``None``: all).
-        whitening: an already learnt :class:`ranklit.landmarks.whitening.Whitening` (from Python).
+        whitening: an already learnt :class:`ranklit.landmarks._whitening.Whitening` (from Python).
 
     Example:
         >>> train = torch.tensor([[2.0, 0.0], [-2.0, 0.0], [0.0, 0.5], [0.0, -0.5]])

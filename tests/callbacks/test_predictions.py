@@ -12,8 +12,8 @@ from ranklit.callbacks import load_predictions
 from ranklit.cli import main
 from ranklit.data import SyntheticHierarchy
 from ranklit.landmarks import RevisitedTestSet
+from ranklit.landmarks._whitening import learn_whitening
 from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
-from ranklit.landmarks.whitening import learn_whitening
 from ranklit.models import EmbeddingNet
 from tests.cli.test_cli import TINY
 from tests.data import layouts

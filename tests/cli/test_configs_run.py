@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ranklit.cli import RanklitCLI
-from ranklit.cli.config_files import config_dir
+from ranklit.cli._config_files import config_dir
 from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler, RetrievalDataModule
 from ranklit.models import RetrievalModule
 from tests.data import layouts

@@ -13,9 +13,9 @@ from PIL import Image
 
 from ranklit.functional import retrieval_metrics
 from ranklit.landmarks import RevisitedLandmarks
+from ranklit.landmarks._revisited_map import revisited_map
 from ranklit.landmarks.descriptors import ConcatenatedDescriptors, DescriptorShards, DescriptorWriter
 from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, alpha_query_expansion
-from ranklit.landmarks.revisited_map import revisited_map
 from tests.oracles.landmarks import official_revisited, oracle_alpha_qe, oracle_dba
 from tests.oracles.metrics import oracle_revisited_map
 
@@ -189,8 +189,8 @@ def test_revisited_metrics_reorder_items_drop_padding_repeats_and_post_process()
     from types import SimpleNamespace
 
     from ranklit.landmarks import RevisitedMetrics
+    from ranklit.landmarks._whitening import learn_whitening
     from ranklit.landmarks.postprocess import LearntWhitening
-    from ranklit.landmarks.whitening import learn_whitening
 
     descriptors = _unit(8 + 40 + 30, 6, 10)  # queries, gallery, whitening images
     gnd = _revisited_gnd(8, 40, 11)

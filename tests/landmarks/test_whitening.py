@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.landmarks.whitening import learn_whitening
+from ranklit.landmarks._whitening import learn_whitening
 
 
 def _descriptors(n: int, d: int, seed: int) -> torch.Tensor:

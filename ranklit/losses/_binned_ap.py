@@ -1,11 +1,11 @@
 """The binned AP losses as modules: FastAP (Cakir et al., CVPR 2019) and the listwise soft-binned AP loss (Revaud et
-al., ICCV 2019), over :mod:`ranklit.functional.binned_ap`."""
+al., ICCV 2019), over :mod:`ranklit.functional._binned_ap`."""
 
 from __future__ import annotations
 
 from torch import Tensor
 
-from ranklit.functional.binned_ap import check_num_bins, fastap_loss, softbin_ap_loss
+from ranklit.functional._binned_ap import check_num_bins, fastap_loss, softbin_ap_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss, binary_positives
 

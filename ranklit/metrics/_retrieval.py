@@ -1,7 +1,7 @@
 """``RetrievalMetrics``: the exact retrieval metrics of [spec §1][spec-metrics] as a torchmetrics ``Metric``.
 
 The metric only accumulates embeddings, labels, ids and roles (``dist_reduce_fx="cat"``, so DDP gathers them) and
-calls :func:`ranklit.functional.metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the
+calls :func:`ranklit.functional._metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the
 evaluation itself is split across the processes (:mod:`ranklit.functional._sharding`).
 """
 
@@ -17,6 +17,13 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.compat.torchmetrics import metric_is_synced, synced_states
+from ranklit.functional._metrics import (
+    check_average,
+    check_cutoffs,
+    check_recall_at,
+    nan_metrics,
+    retrieval_metric_tensors,
+)
 from ranklit.functional._sharding import distributed_shard
 from ranklit.functional.inputs import (
     check_chunk_size,
@@ -25,13 +32,6 @@ from ranklit.functional.inputs import (
     check_flag,
     check_ids,
     check_labels,
-)
-from ranklit.functional.metrics import (
-    check_average,
-    check_cutoffs,
-    check_recall_at,
-    nan_metrics,
-    retrieval_metric_tensors,
 )
 from ranklit.functional.ties import check_ties
 

@@ -11,7 +11,7 @@ hold fine class ids in ``[0, num_classes)`` (``ValueError`` otherwise); embeddin
 from __future__ import annotations
 
 from ranklit.functional.loss_utils import check_positive
-from ranklit.losses.cluster import ClusterLoss
+from ranklit.losses._cluster import ClusterLoss
 
 __all__ = ["NormSoftmaxLoss", "ProxyNCAPPLoss"]
 

@@ -16,11 +16,11 @@ from ranklit.compat.lightning import attached_trainer
 from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
-from ranklit.models.backbones import EmbeddingNet
-from ranklit.training.manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
-from ranklit.training.memory import CrossBatchMemory
-from ranklit.training.multistage import MultistageBackprop, multistage_backward
-from ranklit.training.objective import ranking_objective
+from ranklit.models._backbones import EmbeddingNet
+from ranklit.training._manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
+from ranklit.training._memory import CrossBatchMemory
+from ranklit.training._multistage import MultistageBackprop, multistage_backward
+from ranklit.training._objective import ranking_objective
 
 __all__ = ["RetrievalModule"]
 
@@ -57,14 +57,14 @@ class RetrievalModule(L.LightningModule):
     sends to its rows), the query excluded by its global sample index: the gradient equals that of one process with
     the global batch ([spec §3][spec-training]). With a ``memory`` the queries are also ranked against past batches
     (XBM). With ``multistage`` a batch of any size is trained with the exact full-batch gradient, ``chunk_size``
-    images at a time (:mod:`ranklit.training.multistage`). The loss is computed in float32 with autocast off, so
+    images at a time (:mod:`ranklit.training._multistage`). The loss is computed in float32 with autocast off, so
     ``--trainer.precision bf16-mixed`` only affects the network. See :func:`ranklit.training.ranking_objective`.
 
     **Multistage mode** uses Lightning's manual optimisation (one optimiser step per batch): Lightning rejects
     ``trainer.gradient_clip_val`` and ``accumulate_grad_batches`` there, so clip with
     ``MultistageBackprop(gradient_clip_val=...)`` (global norm); schedulers are stepped at their
     ``interval``/``frequency`` as in automatic mode; under DDP gradients are averaged once per batch
-    (:mod:`ranklit.training.manual`).
+    (:mod:`ranklit.training._manual`).
 
     **Proxy losses** (:class:`ranklit.losses.ClusterLoss`, HAPPIER, CSL, NormSoftmax, ProxyNCA++) built without
     ``num_classes``/``embedding_dim`` get them in :meth:`setup`: the number of fine classes of the datamodule's

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ranklit.functional._smooth_rank import SupAPOptions
 from ranklit.functional.loss_utils import (
     check_in_range,
     check_positive,
@@ -40,7 +41,6 @@ from ranklit.functional.ranking import (
     supap_upper_step,
 )
 from ranklit.functional.relevance import relevance
-from ranklit.functional.smooth_rank import SupAPOptions
 
 __all__ = ["HAPOptions", "hap_surrogate", "hap_loss"]
 

@@ -19,7 +19,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ranklit.functional.inputs import excluded_pairs, levels_between, prepare_inputs
-from ranklit.viz.images import to_display
+from ranklit.viz._images import to_display
 
 __all__ = ["Retrieved", "retrieve", "ranking_grid", "level_colour", "dataset_images"]
 

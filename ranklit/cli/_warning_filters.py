@@ -8,7 +8,7 @@ ranklit keeps every warning. What is filtered, and why it does not concern the u
   uses: a ``FutureWarning`` for Lightning's maintainers.
 - Lightning 2.6's "💡 Tip" log lines advertising ``litlogger``/``litmodels``.
 - Lightning's "Previous log files in this directory will be deleted" of ``CSVLogger``: ranklit writes each run into
-  a new ``version_<n>`` and, on ``--resume``, keeps and continues ``metrics.csv`` (``ranklit.cli.runs``).
+  a new ``version_<n>`` and, on ``--resume``, keeps and continues ``metrics.csv`` (``ranklit.cli._runs``).
 - On ``fit --resume``/``--ckpt_path``: ModelCheckpoint's "Checkpoint directory ... exists and is not empty" (the
   resumed run continues its own ``checkpoints/``).
 - For ``test``/``validate``/``predict`` from a training checkpoint: "Please add the following callbacks:

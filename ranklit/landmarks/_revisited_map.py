@@ -1,7 +1,7 @@
 """mAP of Revisited Oxford and Paris under the easy / medium / hard protocols (Radenović et al., CVPR 2018).
 
 Each query comes with three lists of gallery indices: ``easy`` and ``hard`` positives and ``junk``. The protocols
-say which lists are positives and which are removed (``PROTOCOLS``, defined in :mod:`ranklit.landmarks.protocols`,
+say which lists are positives and which are removed (``PROTOCOLS``, defined in :mod:`ranklit.landmarks._protocols`,
 where the dataset reads them too)::
 
     easy:    positives = easy          removed = junk + hard
@@ -24,15 +24,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ranklit.functional._metrics import metrics_chunk_size
 from ranklit.functional._positive_ranks import positive_counts
 from ranklit.functional.binary_metrics import average_precision, expected_precisions
 from ranklit.functional.inputs import check_embeddings, compute_dtype
-from ranklit.functional.metrics import metrics_chunk_size
 from ranklit.functional.ranking import select_columns
 from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
+from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors
 from ranklit.landmarks.neighbours import query_scores
-from ranklit.landmarks.protocols import PROTOCOLS
 
 __all__ = ["PROTOCOLS", "revisited_map"]
 

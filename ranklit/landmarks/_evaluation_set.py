@@ -18,7 +18,7 @@ import torch
 
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import full_size_transform
-from ranklit.landmarks.datasets import RevisitedLandmarks
+from ranklit.landmarks._datasets import RevisitedLandmarks
 
 __all__ = ["RevisitedBenchmark", "RevisitedTestSet"]
 

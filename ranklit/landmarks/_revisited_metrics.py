@@ -20,8 +20,8 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional.inputs import check_embeddings, check_ids
 from ranklit.functional.ties import check_ties
+from ranklit.landmarks._revisited_map import PROTOCOLS, revisited_map
 from ranklit.landmarks.postprocess import PostProcessStep, apply_postprocess
-from ranklit.landmarks.revisited_map import PROTOCOLS, revisited_map
 
 __all__ = ["RevisitedMetrics"]
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ranklit.training.distributed import gather_retrieval_set
-from ranklit.training.memory import CrossBatchMemory
+from ranklit.training._distributed import gather_retrieval_set
+from ranklit.training._memory import CrossBatchMemory
 
 __all__ = ["RankingObjective", "ranking_objective"]
 
@@ -49,7 +49,7 @@ def ranking_objective(
     """``loss(queries vs R) [+ weight × loss(queries vs memory ∪ R)]`` with ``R`` the batch or the gathered batch.
 
     * ``R`` is the local batch, or under DDP with ``gather`` the batches of all ranks with gradients
-      (:func:`ranklit.training.distributed.gather_retrieval_set`). Every query is excluded from its own ranking by its
+      (:func:`ranklit.training._distributed.gather_retrieval_set`). Every query is excluded from its own ranking by its
       sample id, so a sample drawn twice in a batch (P×K with replacement) is excluded twice, in one process as in
       DDP, and one process with the global batch computes the same loss as the mean over ranks.
     * With a ``memory``, ``R`` (detached) is enqueued first; from ``memory.start_step`` on the queries are also ranked

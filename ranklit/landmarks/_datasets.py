@@ -12,8 +12,8 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
+from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks.ground_truth import load_ground_truth
-from ranklit.landmarks.protocols import PROTOCOLS
 
 __all__ = ["RevisitedLandmarks"]
 

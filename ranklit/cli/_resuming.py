@@ -2,14 +2,14 @@
 
 ``--resume true`` (or ``--ckpt_path last``) continues the newest ``version_<n>`` of the logger's ``<save_dir>/<name>``
 that has a resumable checkpoint (or the configured ``version``), from its newest checkpoint that loads
-(:func:`ranklit.cli.runs.latest_checkpoint`; each newer one skipped is named on stderr with the reason). An
+(:func:`ranklit.cli._runs.latest_checkpoint`; each newer one skipped is named on stderr with the reason). An
 explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder wherever
 it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
 A resume is refused, with one line on stderr and exit code 2, when another live process trains the run
-(:mod:`ranklit.callbacks.locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
+(:mod:`ranklit.callbacks._locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
 continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`); the files of the run are then left as they
-were (:class:`ranklit.cli.runs.RunSnapshot`).
+were (:class:`ranklit.cli._runs.RunSnapshot`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from ranklit.callbacks.locks import RunLocked, lock_holder
-from ranklit.callbacks.resume import ResumeRefused
-from ranklit.cli.runs import RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
+from ranklit.callbacks._locks import RunLocked, lock_holder
+from ranklit.callbacks._resume import ResumeRefused
+from ranklit.cli._runs import RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
 
 __all__ = ["ResumeRequest", "find_resume", "refusals_and_stops"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit.functional._pair_losses import check_margins, contrastive_loss
+from ranklit.functional._triplet import check_mining, triplet_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_chunk_size, check_positive
-from ranklit.functional.pair_losses import check_margins, contrastive_loss
-from ranklit.functional.triplet import check_mining, triplet_loss
 from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss, binary_positives
 
 __all__ = ["ContrastiveLoss", "TripletLoss"]

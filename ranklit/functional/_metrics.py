@@ -11,7 +11,7 @@
   row (:func:`ranklit.functional._positive_ranks.positive_counts`);
 * hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
-  (:mod:`ranklit.functional.hierarchical_metrics`).
+  (:mod:`ranklit.functional._hierarchical_metrics`).
 
 Peak memory is ``O(chunk_size * N)`` (plus ``O(chunk_size * R * L)`` for ``R`` relevant items with hierarchical
 labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on the embeddings' device.
@@ -25,6 +25,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional._hierarchical_metrics import (
+    hierarchical_query_metrics,
+    level_binary_metrics,
+    rank_relevant_items,
+)
 from ranklit.functional._metric_options import (
     AVERAGES,
     check_average,
@@ -38,11 +43,6 @@ from ranklit.functional._query_values import QueryValues
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
-from ranklit.functional.hierarchical_metrics import (
-    hierarchical_query_metrics,
-    level_binary_metrics,
-    rank_relevant_items,
-)
 from ranklit.functional.inputs import (
     check_chunk_size,
     check_distinct_ids,

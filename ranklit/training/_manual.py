@@ -9,7 +9,7 @@ automatic one:
 
 * :func:`prepare_ddp` switches DDP's gradient hooks off (they expect one backward pass per forward), and
   :func:`manual_optimization_step` averages the gradients once, after the last chunk
-  (:func:`ranklit.training.distributed.average_gradients`);
+  (:func:`ranklit.training._distributed.average_gradients`);
 * gradients are clipped by global norm with ``MultistageBackprop(gradient_clip_val=...)`` through
   ``LightningModule.clip_gradients`` (so fp16 gradients are unscaled first);
 * :func:`step_lr_schedulers` steps every scheduler at its ``interval`` (``step`` / ``epoch``) and ``frequency``,
@@ -28,7 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 
 from ranklit.compat.lightning import skip_ddp_gradient_sync
-from ranklit.training.distributed import average_gradients, is_distributed
+from ranklit.training._distributed import average_gradients, is_distributed
 
 __all__ = ["prepare_ddp", "manual_optimization_step", "step_lr_schedulers"]
 

@@ -130,7 +130,7 @@ class MultistageBackprop:
 
     Given to :class:`ranklit.models.RetrievalModule` as ``multistage`` (CLI: ``--model.multistage
     ranklit.training.MultistageBackprop --model.multistage.chunk_size 64``), it switches the module to one optimiser
-    step per batch under manual optimisation (:mod:`ranklit.training.manual`); Lightning then rejects
+    step per batch under manual optimisation (:mod:`ranklit.training._manual`); Lightning then rejects
     ``trainer.gradient_clip_val``, so clipping is set here.
 
     Args:

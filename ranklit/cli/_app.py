@@ -15,12 +15,12 @@ baseline every curve starts from; ``--baseline_validation false`` switches it of
 ``--predictions_path``, as numpy shards while it runs (:class:`ranklit.callbacks.EmbeddingWriter`).
 
 Every ``fit`` is resumable: the CLI adds :class:`ranklit.callbacks.ResumableTraining` (sampler position, random states,
-cross-batch memory in every checkpoint), :class:`ranklit.callbacks.locks.RunLock` (``run.lock``: one writer per run)
+cross-batch memory in every checkpoint), :class:`ranklit.callbacks._locks.RunLock` (``run.lock``: one writer per run)
 and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.callbacks.RunCheckpoint` (``last.ckpt`` on the
 schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
 :class:`ranklit.callbacks.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
 :mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
-``--ckpt_path last``): :mod:`ranklit.cli.resuming` finds the run and its newest checkpoint that loads, the run
+``--ckpt_path last``): :mod:`ranklit.cli._resuming` finds the run and its newest checkpoint that loads, the run
 logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
 baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
 (Lightning would silently replace it by the checkpoint's value). Exit codes: 0 finished, 1 an error, 2 bad input or a
@@ -43,19 +43,20 @@ from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
-from ranklit.callbacks.locks import RunLock
-from ranklit.callbacks.new_rates import RATE_SETTINGS, NewLearningRates
-from ranklit.callbacks.predictions import EmbeddingWriter
-from ranklit.callbacks.ranking_images import RankingGridLogger
-from ranklit.callbacks.resume import ResumeRefused
-from ranklit.cli import data_check, warning_filters
-from ranklit.cli.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
-from ranklit.cli.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
-from ranklit.cli.resuming import ResumeRequest, find_resume, refusals_and_stops
-from ranklit.cli.runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
+from ranklit.callbacks._locks import RunLock
+from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
+from ranklit.callbacks._predictions import EmbeddingWriter
+from ranklit.callbacks._ranking_images import RankingGridLogger
+from ranklit.callbacks._resume import ResumeRefused
+from ranklit.cli import _data_check as data_check
+from ranklit.cli import _warning_filters as warning_filters
+from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
+from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
+from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
+from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.compat.lightning import CheckpointSettingsCLI
-from ranklit.data.datamodule import RetrievalDataModule
-from ranklit.models.module import RetrievalModule
+from ranklit.data._datamodule import RetrievalDataModule
+from ranklit.models._module import RetrievalModule
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -83,7 +84,7 @@ class RanklitCLI(CheckpointSettingsCLI):
 
     @override
     def instantiate_classes(self) -> None:
-        """Build the run; a configured class's refusal of a value is a user error (ranklit.cli.error_surface)."""
+        """Build the run; a configured class's refusal of a value is a user error (ranklit.cli._error_surface)."""
         try:
             super().instantiate_classes()
         except BUILD_ERRORS as error:
@@ -239,7 +240,7 @@ def main(args: list[str] | None = None) -> None:
         print_configs()
         return
     args = resolve_config_paths(args)
-    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli.data_check
+    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
         with user_errors():
             check_command_line(args[1:])
             data_check.main(args[1:])

@@ -25,7 +25,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional import sample_ids
-from ranklit.functional.metrics import retrieval_metrics
+from ranklit.functional._metrics import retrieval_metrics
 from ranklit.functional.ties import check_ties
 
 __all__ = ["decomposability_gap", "DecomposabilityGap"]

@@ -14,8 +14,8 @@ from ranklit.data._class_draws import (
     eligible_classes,
     group_by_super_class,
 )
+from ranklit.data._samplers import SmallClasses
 from ranklit.data.sampler_base import EpochBatchSampler, batches_per_rank, option
-from ranklit.data.samplers import SmallClasses
 
 __all__ = ["CategorySampler"]
 

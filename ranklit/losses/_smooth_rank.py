@@ -7,8 +7,8 @@ from typing import Any
 
 from torch import Tensor
 
+from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional.loss_utils import check_chunk_size, check_positive
-from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.losses.base import BinaryRetrievalLoss
 
 __all__ = ["SmoothAPLoss", "SupAPLoss"]

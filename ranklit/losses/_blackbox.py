@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ranklit.functional.blackbox import blackbox_ap_loss
+from ranklit.functional._blackbox import blackbox_ap_loss
 from ranklit.functional.loss_utils import check_in_range, check_positive
 from ranklit.losses.base import BinaryRetrievalLoss
 

@@ -8,9 +8,9 @@ import torch
 from torch import Tensor, nn
 
 from ranklit.checks import positive_int
+from ranklit.functional._proxies import check_class_ids, cluster_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_positive
-from ranklit.functional.proxies import check_class_ids, cluster_loss
 from ranklit.losses.base import EmbeddingLoss
 
 __all__ = ["ClusterLoss", "make_proxies", "sized_proxies"]

@@ -8,11 +8,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.functional.hap import HAPOptions, hap_loss
+from ranklit.functional._hap import HAPOptions, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
 from ranklit.functional.loss_utils import check_in_range
+from ranklit.losses._cluster import ClusterLoss
 from ranklit.losses.base import RetrievalLoss
-from ranklit.losses.cluster import ClusterLoss
 
 __all__ = ["HAPLoss", "HAPPIERLoss"]
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ranklit.functional._proxies import check_class_ids, csl_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy
 from ranklit.functional.loss_utils import check_positive
-from ranklit.functional.proxies import check_class_ids, csl_loss
+from ranklit.losses._cluster import check_proxy_dimension, require_proxies, sized_proxies
 from ranklit.losses.base import EmbeddingLoss
-from ranklit.losses.cluster import check_proxy_dimension, require_proxies, sized_proxies
 
 __all__ = ["CSLLoss"]
 

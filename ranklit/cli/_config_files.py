@@ -40,7 +40,7 @@ RENAMED = {  # keys of ranklit 0.1 configs and where their setting lives now
 
 def config_dir() -> Path:
     """The shipped configs: ``ranklit/configs`` inside an installed wheel, else the source checkout's ``configs/``."""
-    package = Path(__file__).resolve().parents[1]  # ranklit/cli/config_files.py -> ranklit
+    package = Path(__file__).resolve().parents[1]  # ranklit/cli/_config_files.py -> ranklit
     packaged = package / "configs"
     return packaged if packaged.is_dir() else package.parent / "configs"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit.functional._pair_losses import calibration_loss, check_margins, check_reduction
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.pair_losses import calibration_loss, check_margins, check_reduction
 from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
 
 __all__ = ["CalibrationLoss"]

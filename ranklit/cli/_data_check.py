@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 from lightning.pytorch.cli import LightningArgumentParser
 
-from ranklit.data.datamodule import RetrievalDataModule
-from ranklit.data.inspection import inspect_split, leaks, report_lines
+from ranklit.data._datamodule import RetrievalDataModule
+from ranklit.data._inspection import inspect_split, leaks, report_lines
 from ranklit.errors import UserError
 
 __all__ = ["main"]

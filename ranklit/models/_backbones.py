@@ -9,7 +9,7 @@ import timm
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ranklit.models.pooling import GlobalPool, PoolingName
+from ranklit.models._pooling import GlobalPool, PoolingName
 
 __all__ = ["EmbeddingNet", "create_backbone"]
 

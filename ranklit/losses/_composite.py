@@ -9,9 +9,9 @@ from torch import Tensor
 
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_in_range
+from ranklit.losses._calibration import CalibrationLoss
+from ranklit.losses._smooth_rank import SupAPLoss
 from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
-from ranklit.losses.calibration import CalibrationLoss
-from ranklit.losses.smooth_rank import SupAPLoss
 
 __all__ = ["ROADMAPLoss"]
 
