@@ -91,7 +91,7 @@ def _embeddings(n: int, dim: int, classes: int, device: torch.device) -> tuple[T
 def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
     from torchmetrics.retrieval import RetrievalMAP
 
-    from ranklit.functional.metrics import retrieval_metric_tensors
+    from ranklit.functional._metrics import retrieval_metric_tensors
 
     embeddings, labels = _embeddings(size["n"], size["dim"], size["classes"], device)
     n, sample = embeddings.shape[0], size["sample"]

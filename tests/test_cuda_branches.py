@@ -4,8 +4,8 @@
 - tile size of the symmetric metric path from the free GPU memory (``_symmetric_ranks.symmetric_tile_size``);
 - NCCL collectives on the current CUDA device in sharded evaluation (``_sharding.distributed_shard``);
 - the counting strategy on GPU: no item finding, one tile (``_counting.worth_finding``, ``_count_at_least_by_passes``);
-- the CUDA random state around multistage chunks (``multistage._RandomState``) and in resume checkpoints
-  (``callbacks.resume.random_states`` / ``set_random_states``).
+- the CUDA random state around multistage chunks (``training._multistage._RandomState``) and in resume checkpoints
+  (``callbacks._resume.random_states`` / ``set_random_states``).
 
 The same branches run for real in ``tests/test_gpu.py`` (marker ``gpu``) on a machine with CUDA.
 """
@@ -19,11 +19,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ranklit.callbacks.resume import random_states, set_random_states
+from ranklit.callbacks._resume import random_states, set_random_states
 from ranklit.functional import _counting, _sharding
 from ranklit.functional._metric_options import metrics_chunk_size
 from ranklit.functional._symmetric_ranks import symmetric_tile_size
-from ranklit.training import multistage
+from ranklit.training import _multistage as multistage
 
 GPU = torch.device("cuda", 1)
 

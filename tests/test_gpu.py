@@ -12,7 +12,7 @@ import lightning as L
 import pytest
 import torch
 
-from ranklit.callbacks.resume import random_states, set_random_states
+from ranklit.callbacks._resume import random_states, set_random_states
 from ranklit.functional import retrieval_metrics
 from ranklit.functional._metric_options import metrics_chunk_size
 from ranklit.functional._symmetric_ranks import symmetric_tile_size
