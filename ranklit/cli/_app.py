@@ -42,6 +42,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._locks import RunLock
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
@@ -54,7 +55,6 @@ from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, reso
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
-from ranklit.compat.lightning import CheckpointSettingsCLI
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
 
