@@ -5,6 +5,7 @@
 - :mod:`ranklit.cli.runs`, :mod:`ranklit.cli.resuming` — run folders, their saved config and ``--resume``.
 - :mod:`ranklit.cli.error_surface`, :mod:`ranklit.cli.warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli.data_check` — ``ranklit data check``.
+- :mod:`ranklit.cli.prepare` — ``ranklit data prepare`` (download, verify, unpack, lay out a benchmark dataset).
 """
 
 from ranklit.cli.app import RanklitCLI, main

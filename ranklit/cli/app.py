@@ -48,7 +48,7 @@ from ranklit.callbacks.new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks.predictions import EmbeddingWriter
 from ranklit.callbacks.ranking_images import RankingGridLogger
 from ranklit.callbacks.resume import ResumeRefused
-from ranklit.cli import data_check, warning_filters
+from ranklit.cli import data_check, prepare, warning_filters
 from ranklit.cli.config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.cli.error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli.resuming import ResumeRequest, find_resume, refusals_and_stops
@@ -239,6 +239,10 @@ def main(args: list[str] | None = None) -> None:
         print_configs()
         return
     args = resolve_config_paths(args)
+    if args[:2] == ["data", "prepare"]:  # `ranklit data prepare NAME --root DIR`: ranklit.cli.prepare
+        with user_errors():
+            prepare.main(args[2:])
+        return
     if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli.data_check
         with user_errors():
             check_command_line(args[1:])
@@ -255,7 +259,8 @@ def main(args: list[str] | None = None) -> None:
             RetrievalDataModule,
             parser_kwargs={
                 "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
-                "`ranklit data check --config X` reads every image of a config's datasets."
+                "`ranklit data check --config X` reads every image of a config's datasets; `ranklit data prepare NAME "
+                "--root DIR` downloads and lays out a benchmark dataset."
             },
         )
 

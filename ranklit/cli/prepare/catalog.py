@@ -1,0 +1,305 @@
+"""The datasets ``ranklit data prepare`` knows: their archives, official digests (with where each was read), terms.
+
+One table, :data:`CATALOG`, declares every dataset once; the command's ``--help``, its checks and the docs page
+``docs/datasets.md`` follow it. A digest is ``"md5:<hex>"`` or ``"sha256:<hex>"`` as published; ``None`` where no one
+publishes one (the first download records its SHA-256 in the prepared root, and the command says so). The layout
+conversions live in :mod:`ranklit.cli.prepare.conversions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ranklit.cli.prepare import conversions
+
+__all__ = ["CATALOG", "Archive", "DatasetEntry", "Reader"]
+
+_NO_DIGEST = "none published; recorded on first download"
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One file a dataset is made of: an archive (``.tar``, ``.tgz``, ``.tar.gz``, ``.zip``) or a plain file.
+
+    Attributes:
+        filename: the name of the official file (a ``--source`` of that name is matched to it).
+        url: the official download address, ``None`` where the owner requires a form, a login or a web page.
+        digest: ``"md5:<hex>"`` / ``"sha256:<hex>"`` as published, or ``None``.
+        digest_read_at: where ``digest`` was read (or why there is none).
+        into: folder of the prepared root the file is unpacked (or copied) into, ``""`` for the root itself.
+    """
+
+    filename: str
+    url: str | None
+    digest: str | None = None
+    digest_read_at: str = _NO_DIGEST
+    into: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``"tar"``, ``"zip"`` or ``"file"`` (copied as it is), from the file name."""
+        name = self.filename.lower()
+        return "tar" if name.endswith((".tar", ".tgz", ".tar.gz")) else "zip" if name.endswith(".zip") else "file"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A ranklit dataset class (a name in :mod:`ranklit.data`), the split read and its other arguments."""
+
+    cls: str
+    split: str | None
+    kwargs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A dataset ``ranklit data prepare NAME`` prepares.
+
+    Attributes:
+        name: the command's ``NAME``.
+        title: the dataset's name and paper.
+        homepage: the owner's page.
+        terms: the licence or terms of use, as the homepage states them.
+        size: the download size, as published where it is.
+        folder: the usual name of the prepared root (``--root data/<folder>``).
+        archives: the files it is made of.
+        convert: turns the unpacked files (a folder) into the reader's layout; returns the folder that becomes the
+            prepared root.
+        readers: the readers that must load the prepared root (the layout check).
+        configs: the shipped configs that read it.
+        manual: where there is no direct download: what to fetch from where (``--source`` is then required).
+        subfolder: the prepared root is ``--root/<subfolder>`` (several datasets share one ``--data.root``).
+        usage: what to pass to the configs, where ``--data.root`` alone is not enough.
+    """
+
+    name: str
+    title: str
+    homepage: str
+    terms: str
+    size: str
+    folder: str
+    archives: tuple[Archive, ...]
+    convert: Callable[[Path], Path]
+    readers: tuple[Reader, ...]
+    configs: tuple[str, ...]
+    manual: str | None = None
+    subfolder: str | None = None
+    usage: str = ""
+
+
+def _dyml(kind: str, configs: tuple[str, ...], readers: tuple[Reader, ...]) -> DatasetEntry:
+    return DatasetEntry(
+        name=f"dyml-{kind}",
+        title=f"DyML-{kind.capitalize()} (Sun et al., CVPR 2021)",
+        homepage="https://github.com/SupetZYK/DynamicMetricLearning",
+        terms="not stated by the owners (research benchmark)",
+        size="not published",
+        folder=f"dyml_{kind}",
+        archives=(Archive(f"dyml_{kind}.tar", None),),
+        convert=conversions.folder_holding("train/label.csv"),
+        readers=readers,
+        configs=configs,
+        manual=(
+            f"DyML is shared through OneDrive (https://1drv.ms/u/s!AsLhhAJIX-_0asLHa5h-56ZZL94?e=KFLdmt) and Baidu "
+            f"(https://pan.baidu.com/s/1WJdELF8GdZqS7PkzsL9aRA, password d6nm), links of the DynamicMetricLearning "
+            f"README: download the archive of the dyml_{kind} folder (tar or zip), then pass it with --source"
+        ),
+    )
+
+
+_DYML_SPLITS = tuple(Reader("DyML", split) for split in ("train", "query", "gallery"))
+_INAT_READERS = tuple(Reader("INaturalist2018", split, {"levels": "full"}) for split in ("train", "test"))
+_OXFORD = "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/"
+_PARIS = "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/"
+_REVISITOP = "http://cmp.felk.cvut.cz/revisitop/data/datasets/"
+_REVISITOP_CODE = "filipradenovic/revisitop python/download.py (addresses only; no digest published)"
+_REVISITED_USAGE = (
+    "revisited_eval.yaml reads roxford5k/ and rparis6k/ under this --data.root (prepare both; or "
+    "`--data.test_dataset.init_args.names '[roxford5k]'` for one)"
+)
+
+CATALOG: dict[str, DatasetEntry] = {
+    e.name: e
+    for e in (
+        DatasetEntry(
+            name="cub",
+            title="CUB-200-2011 (Wah et al., 2011)",
+            homepage="https://www.vision.caltech.edu/datasets/cub_200_2011/",
+            terms="no licence stated; images from Flickr, for research",
+            size="about 1.1 GB",
+            folder="CUB_200_2011",
+            archives=(
+                Archive(
+                    "CUB_200_2011.tgz",
+                    "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
+                    "md5:97eceeb196236b17998738112f37df78",
+                    "TDeVries/cub2011_dataset cub2011.py (`tgz_md5`), the same value in pytorch-metric-learning's "
+                    "datasets/cub.py before 2.0",
+                ),
+            ),
+            convert=conversions.folder_holding("images"),
+            readers=(Reader("CUB200", "train"), Reader("CUB200", "test")),
+            configs=("roadmap_cub.yaml", "roadmap_deit_cub.yaml"),
+        ),
+        DatasetEntry(
+            name="sop",
+            title="Stanford Online Products (Oh Song et al., CVPR 2016)",
+            homepage="https://cvgl.stanford.edu/projects/lifted_struct/",
+            terms="no licence stated; images from eBay, for research",
+            size="about 2.9 GB",
+            folder="Stanford_Online_Products",
+            archives=(
+                Archive(
+                    "Stanford_Online_Products.zip",
+                    "ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
+                    "md5:7f73d41a2f44250d4779881525aea32e",
+                    "pytorch-metric-learning's datasets/sop.py before 2.0 (`md5`); the same value in many "
+                    "torchvision-style SOP readers (`zip_md5`)",
+                ),
+            ),
+            convert=conversions.folder_holding("Ebay_train.txt"),
+            readers=(Reader("StanfordOnlineProducts", "train"), Reader("StanfordOnlineProducts", "test")),
+            configs=(
+                "roadmap_sop.yaml", "roadmap_deit_sop.yaml", "fastap_sop.yaml", "happier_sop.yaml",
+                "happier_f_sop.yaml",
+            ),  # fmt: skip
+        ),
+        DatasetEntry(
+            name="inshop",
+            title="DeepFashion In-Shop Clothes Retrieval (Liu et al., CVPR 2016)",
+            homepage="https://mmlab.ie.cuhk.edu.hk/projects/DeepFashion/InShopRetrieval.html",
+            terms="non-commercial research only (DeepFashion agreement)",
+            size="not published",
+            folder="inshop",
+            archives=(Archive("img.zip", None), Archive("list_eval_partition.txt", None)),
+            convert=conversions.folder_holding("list_eval_partition.txt"),
+            readers=tuple(Reader("InShop", split) for split in ("train", "query", "gallery")),
+            configs=("fastap_inshop.yaml",),
+            manual=(
+                "In-Shop is shared through a Google Drive folder linked from "
+                "https://mmlab.ie.cuhk.edu.hk/projects/DeepFashion/InShopRetrieval.html: download Img/img.zip and "
+                "Eval/list_eval_partition.txt, then pass both with --source (twice)"
+            ),
+        ),
+        DatasetEntry(
+            name="vehicleid",
+            title="PKU VehicleID (Liu et al., CVPR 2016)",
+            homepage="https://www.pkuml.org/resources/pku-vehicleid.html",
+            terms="research only, on request (the owners' form)",
+            size="not published",
+            folder="VehicleID_V1.0",
+            archives=(Archive("VehicleID_V1.0.zip", None),),
+            convert=conversions.folder_holding("train_test_split/train_list.txt"),
+            readers=tuple(Reader("VehicleID", split) for split in ("train", "small", "medium", "large")),
+            configs=("fastap_vehicleid.yaml",),
+            manual=(
+                "VehicleID is sent by its owners on request: fill in the form of "
+                "https://www.pkuml.org/resources/pku-vehicleid.html, then pass the archive you receive (the "
+                "VehicleID_V1.0 folder, tar or zip) with --source"
+            ),
+        ),
+        DatasetEntry(
+            name="inaturalist",
+            title="iNaturalist 2018 (Van Horn et al., CVPR 2018) with the Smooth-AP retrieval splits",
+            homepage="https://github.com/visipedia/inat_comp/tree/master/2018",
+            terms="non-commercial research and education (iNat 2018 terms of use); images not to be redistributed",
+            size="120 GB (images) + 26 MB (annotations)",
+            folder="inaturalist_2018",
+            archives=(
+                Archive(
+                    "train_val2018.tar.gz",
+                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/train_val2018.tar.gz",
+                    "md5:b1c6952ce38f31868cc50ea72d066cc3",
+                    "visipedia/inat_comp 2018/README.md (Data); the same value in torchvision "
+                    "datasets/inaturalist.py (DATASET_MD5)",
+                ),
+                Archive(
+                    "train2018.json.tar.gz",
+                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/train2018.json.tar.gz",
+                    "md5:bfa29d89d629cbf04d826a720c0a68b0",
+                    "visipedia/inat_comp 2018/README.md (Data)",
+                ),
+                Archive(
+                    "categories.json.tar.gz",
+                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/categories.json.tar.gz",
+                ),
+                Archive("Inat_dataset_splits.zip", "https://drive.google.com/uc?export=download&id="
+                        "1sXfkBTFDrRU3__-NUs1qBP3sf_0uMB98"),  # fmt: skip
+            ),
+            convert=conversions.inaturalist,
+            readers=_INAT_READERS,
+            configs=(
+                "roadmap_inat.yaml", "smoothap_inat.yaml", "happier_inat_base.yaml", "happier_inat_full.yaml",
+                "happier_f_inat.yaml",
+            ),  # fmt: skip
+        ),
+        _dyml("animal", ("happier_dyml_animal.yaml",), _DYML_SPLITS),
+        _dyml("product", ("happier_dyml_product.yaml",), (Reader("DyML", "train"), Reader("DyML", "test"))),
+        _dyml("vehicle", ("happier_dyml_vehicle.yaml",), _DYML_SPLITS),
+        DatasetEntry(
+            name="roxford5k",
+            title="Revisited Oxford 5k (Radenović et al., CVPR 2018)",
+            homepage="http://cmp.felk.cvut.cz/revisitop/",
+            terms="images from Flickr (Oxford Buildings); ground truth by revisitop; research use",
+            size="not published",
+            folder="revisited",
+            subfolder="roxford5k",
+            archives=(
+                Archive("oxbuild_images.tgz", _OXFORD + "oxbuild_images.tgz", None, _REVISITOP_CODE, "jpg"),
+                Archive("gnd_roxford5k.pkl", _REVISITOP + "roxford5k/gnd_roxford5k.pkl", None, _REVISITOP_CODE),
+            ),
+            convert=conversions.revisited,
+            readers=(Reader("RevisitedLandmarks", "query", {"name": "roxford5k"}),
+                     Reader("RevisitedLandmarks", "gallery", {"name": "roxford5k"})),  # fmt: skip
+            configs=("revisited_eval.yaml",),
+            usage=_REVISITED_USAGE,
+        ),
+        DatasetEntry(
+            name="rparis6k",
+            title="Revisited Paris 6k (Radenović et al., CVPR 2018)",
+            homepage="http://cmp.felk.cvut.cz/revisitop/",
+            terms="images from Flickr (Paris Buildings); ground truth by revisitop; research use",
+            size="not published",
+            folder="revisited",
+            subfolder="rparis6k",
+            archives=(
+                Archive("paris_1.tgz", _PARIS + "paris_1.tgz", None, _REVISITOP_CODE, "jpg"),
+                Archive("paris_2.tgz", _PARIS + "paris_2.tgz", None, _REVISITOP_CODE, "jpg"),
+                Archive("gnd_rparis6k.pkl", _REVISITOP + "rparis6k/gnd_rparis6k.pkl", None, _REVISITOP_CODE),
+            ),
+            convert=conversions.revisited,
+            readers=(Reader("RevisitedLandmarks", "query", {"name": "rparis6k"}),
+                     Reader("RevisitedLandmarks", "gallery", {"name": "rparis6k"})),  # fmt: skip
+            configs=("revisited_eval.yaml",),
+            usage=_REVISITED_USAGE,
+        ),
+        DatasetEntry(
+            name="r1m",
+            title="Revisited 1M distractors, R1M (Radenović et al., CVPR 2018)",
+            homepage="http://cmp.felk.cvut.cz/revisitop/",
+            terms="images from Flickr; research use (revisitop)",
+            size="not published (100 archives)",
+            folder="revisited",
+            subfolder="revisitop1m",
+            archives=(
+                *(
+                    Archive(f"revisitop1m.{i}.tar.gz", f"http://ptak.felk.cvut.cz/revisitop/revisitop1m/jpg/"
+                            f"revisitop1m.{i}.tar.gz", None, _REVISITOP_CODE, "jpg")  # fmt: skip
+                    for i in range(1, 101)
+                ),
+                Archive("revisitop1m.txt", "http://ptak.felk.cvut.cz/revisitop/revisitop1m/revisitop1m.txt", None,
+                        _REVISITOP_CODE),  # fmt: skip
+            ),
+            convert=conversions.distractors,
+            readers=(Reader("CSVDataset", None, {"csv_file": "r1m.csv"}),),
+            configs=("revisited_eval.yaml",),
+            usage=(
+                "the distractors are embedded once with `ranklit predict --config revisited_eval.yaml --data.root "
+                "ROOT/revisitop1m --data.test_dataset ranklit.data.CSVDataset --data.test_dataset.init_args.csv_file "
+                "r1m.csv` (docs/reproducing.md, listwise AP, step 3)"
+            ),
+        ),
+    )
+}
