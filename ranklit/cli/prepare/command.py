@@ -104,6 +104,7 @@ def _fetch(source: Source, cache: Path, retries: int, progress: bool) -> Path:
                 check_space(cache, total - held + total, f"{source.archive.filename} ({human(total)}) and its unpacking")
 
         print(f"downloading {source.url}", flush=True)
+        cache.mkdir(exist_ok=True)
         download(source.url, target, retries=retries, progress=progress, room=room)
     return target
 

@@ -33,7 +33,7 @@ TIMEOUT_SECONDS = 60.0
 _CHUNK = 1 << 20
 
 
-class _Dropped(OSError):
+class _Dropped(ConnectionError):
     """The server closed the connection before the announced end of the file."""
 
 
@@ -167,10 +167,12 @@ def download(
                         "address, or pass a mirror or a file on disk with --source."
                     ) from None
                 reason = f"HTTP {error.code} {error.reason}"
-            except (OSError, http.client.HTTPException) as error:
-                if getattr(error, "errno", None) == errno.ENOSPC:
-                    raise UserError(f"the disk of {part} is full: free some space and run the command again.") from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as error:
                 reason = str(getattr(error, "reason", None) or error) or type(error).__name__
+            except OSError as error:  # writing the .part
+                if error.errno == errno.ENOSPC:
+                    raise UserError(f"the disk of {part} is full: free some space and run the command again.") from None
+                raise
             failures = 0 if part.exists() and part.stat().st_size > before else failures + 1
             if failures > retries:
                 held = part.stat().st_size if part.exists() else 0

@@ -50,20 +50,20 @@ def _place(text: str) -> tuple[str | None, Path | None]:
     return None, path.absolute()
 
 
-def _matched(entry: DatasetEntry, given: list[str]) -> list[str]:
-    """The source of each file of ``entry``, in the catalogue's order."""
+def _matched(entry: DatasetEntry, given: list[str]) -> list[tuple[str, int]]:
+    """The source of each file of ``entry`` (in the catalogue's order) and its position among the ``--source``."""
     files = [a.filename for a in entry.archives]
     if len(given) == 1 and Path(given[0]).expanduser().is_dir():
         folder = Path(given[0]).expanduser()
         if missing := [name for name in files if not (folder / name).is_file()]:
             names = ", ".join(files[:6]) + (", ..." if len(files) > 6 else "")
             raise UserError(f"--source {folder} lacks {', '.join(missing[:5])}: {entry.name} is made of {names}.")
-        return [str(folder / name) for name in files]
-    by_name = {_name(source): source for source in given}
-    if all(name in by_name for name in files) and len(given) == len(files):
-        return [by_name[name] for name in files]
+        return [(str(folder / name), index) for index, name in enumerate(files)]
+    by_name = {_name(source): index for index, source in enumerate(given)}
+    if len(given) == len(files) and all(name in by_name for name in files):
+        return [(given[by_name[name]], by_name[name]) for name in files]
     if len(given) == len(files):
-        return list(given)
+        return [(source, index) for index, source in enumerate(given)]
     raise UserError(
         f"{entry.name} is made of {len(files)} file(s) ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''}); "
         f"{len(given)} --source given: give one --source per file (matched by file name, else in this order), or "
@@ -85,12 +85,12 @@ def resolve_sources(entry: DatasetEntry, given: list[str], sha256: list[str], ro
             f"{len(sha256)} --sha256 given for the {len(entry.archives)} file(s) of {entry.name}: give one per file, "
             "in the order of the --source options."
         )
-    places = _matched(entry, given) if given else [a.url or "" for a in entry.archives]
+    places = _matched(entry, given) if given else [(a.url or "", i) for i, a in enumerate(entry.archives)]
     sources = []
-    for index, (archive, place) in enumerate(zip(entry.archives, places, strict=True)):
+    for archive, (place, position) in zip(entry.archives, places, strict=True):
         url, path = _place(place)
         digest, read_at = archive.digest, archive.digest_read_at
         if sha256:
-            digest, read_at = f"sha256:{sha256[index].lower()}", "given with --sha256"
+            digest, read_at = f"sha256:{sha256[position].lower()}", "given with --sha256"
         sources.append(Source(archive, url, path, digest, read_at))
     return sources
