@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import tarfile
 import zipfile
 import zlib
@@ -49,10 +50,12 @@ def zip_(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def cub(work: Path) -> dict[str, bytes]:
+def cub(work: Path, padding: int = 0) -> dict[str, bytes]:
+    """``padding`` random bytes more in ``CUB_200_2011/attributes/`` (an archive of several 1 MiB chunks)."""
     root = layouts.cub(work / "CUB_200_2011", {1: 3, 2: 3, 3: 2, 101: 3, 102: 3, 103: 2})
     (root / "classes.txt").write_text("1 001.Bird_1\n")
-    return {"CUB_200_2011.tgz": tar({**tree(root, "CUB_200_2011/"), "attributes.txt": b"1 has_bill_shape\n"})}
+    extra = {"CUB_200_2011/attributes/padding.bin": random.Random(0).randbytes(padding)} if padding else {}
+    return {"CUB_200_2011.tgz": tar({**tree(root, "CUB_200_2011/"), "attributes.txt": b"1 has_bill_shape\n", **extra})}
 
 
 def sop(work: Path) -> dict[str, bytes]:

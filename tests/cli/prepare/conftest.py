@@ -36,3 +36,21 @@ def cub_served(tmp_path: Path) -> Iterator[tuple[Served, dict[str, bytes]]]:
     files = MINIATURES["cub"](tmp_path / "build")
     with serving(Served(files={f"/{name}": content for name, content in files.items()})) as served:
         yield served, files
+
+
+def prepare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``ranklit data prepare ARGS`` in this process: exit code, stdout, stderr."""
+    from ranklit.cli.app import main
+
+    try:
+        main(["data", "prepare", *args])
+        code = 0
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def outside(folder: Path, root: Path) -> list[Path]:
+    """Every path under ``folder`` but outside ``root`` (what a prepare must not touch)."""
+    return sorted(p for p in folder.rglob("*") if root not in p.parents and p != root)
