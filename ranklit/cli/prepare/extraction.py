@@ -87,15 +87,15 @@ def _unpack_zip(archive: Path, into: Path) -> int:
 
 
 def unpack(archive: Path, kind: str, into: Path, filename: str) -> int:
-    """Unpack ``archive`` (``kind`` ``"tar"``, ``"zip"`` or ``"file"``: copied as ``into/filename``) into ``into``;
-    returns the number of files written. A corrupt archive is a :class:`UserError` naming it."""
+    """Unpack ``archive`` into ``into``; returns the number of files written. ``kind`` ``"file"`` copies it as
+    ``into/filename``; an archive is read as zip or tar by its content (a mirror may repack one as the other). A
+    corrupt archive is a :class:`UserError` naming it."""
     into.mkdir(parents=True, exist_ok=True)
-    try:
-        if kind == "tar":
-            return _unpack_tar(archive, into)
-        if kind == "zip":
-            return _unpack_zip(archive, into)
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
-        raise UserError(f"{archive} is not a readable {kind} archive ({error}): download it again.") from error
+    if kind != "file":
+        try:
+            return _unpack_zip(archive, into) if zipfile.is_zipfile(archive) else _unpack_tar(archive, into)
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
+            reason = str(error).splitlines()[0]
+            raise UserError(f"{archive} is not a readable tar or zip archive ({reason}): download it again.") from None
     shutil.copyfile(archive, into / filename)
     return 1
