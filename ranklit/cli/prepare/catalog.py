@@ -114,11 +114,19 @@ _INAT_READERS = tuple(Reader("INaturalist2018", split, {"levels": "full"}) for s
 _OXFORD = "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/"
 _PARIS = "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/"
 _REVISITOP = "http://cmp.felk.cvut.cz/revisitop/data/datasets/"
+_R1M = "http://ptak.felk.cvut.cz/revisitop/revisitop1m/"
+_SMOOTH_AP_SPLITS = "https://drive.google.com/uc?export=download&id=1sXfkBTFDrRU3__-NUs1qBP3sf_0uMB98"
 _REVISITOP_CODE = "filipradenovic/revisitop python/download.py (addresses only; no digest published)"
 _REVISITED_USAGE = (
     "revisited_eval.yaml reads roxford5k/ and rparis6k/ under this --data.root (prepare both; or "
     "`--data.test_dataset.init_args.names '[roxford5k]'` for one)"
 )
+
+
+
+def _revisited(name: str) -> tuple[Reader, ...]:
+    return tuple(Reader("RevisitedLandmarks", split, {"name": name}) for split in ("query", "gallery"))
+
 
 CATALOG: dict[str, DatasetEntry] = {
     e.name: e
@@ -161,10 +169,8 @@ CATALOG: dict[str, DatasetEntry] = {
             ),
             convert=conversions.folder_holding("Ebay_train.txt"),
             readers=(Reader("StanfordOnlineProducts", "train"), Reader("StanfordOnlineProducts", "test")),
-            configs=(
-                "roadmap_sop.yaml", "roadmap_deit_sop.yaml", "fastap_sop.yaml", "happier_sop.yaml",
-                "happier_f_sop.yaml",
-            ),  # fmt: skip
+            configs=("roadmap_sop.yaml", "roadmap_deit_sop.yaml", "fastap_sop.yaml", "happier_sop.yaml",
+                     "happier_f_sop.yaml"),
         ),
         DatasetEntry(
             name="inshop",
@@ -225,15 +231,12 @@ CATALOG: dict[str, DatasetEntry] = {
                     "categories.json.tar.gz",
                     "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/categories.json.tar.gz",
                 ),
-                Archive("Inat_dataset_splits.zip", "https://drive.google.com/uc?export=download&id="
-                        "1sXfkBTFDrRU3__-NUs1qBP3sf_0uMB98"),  # fmt: skip
+                Archive("Inat_dataset_splits.zip", _SMOOTH_AP_SPLITS),
             ),
             convert=conversions.inaturalist,
             readers=_INAT_READERS,
-            configs=(
-                "roadmap_inat.yaml", "smoothap_inat.yaml", "happier_inat_base.yaml", "happier_inat_full.yaml",
-                "happier_f_inat.yaml",
-            ),  # fmt: skip
+            configs=("roadmap_inat.yaml", "smoothap_inat.yaml", "happier_inat_base.yaml", "happier_inat_full.yaml",
+                     "happier_f_inat.yaml"),
         ),
         _dyml("animal", ("happier_dyml_animal.yaml",), _DYML_SPLITS),
         _dyml("product", ("happier_dyml_product.yaml",), (Reader("DyML", "train"), Reader("DyML", "test"))),
@@ -251,8 +254,7 @@ CATALOG: dict[str, DatasetEntry] = {
                 Archive("gnd_roxford5k.pkl", _REVISITOP + "roxford5k/gnd_roxford5k.pkl", None, _REVISITOP_CODE),
             ),
             convert=conversions.revisited,
-            readers=(Reader("RevisitedLandmarks", "query", {"name": "roxford5k"}),
-                     Reader("RevisitedLandmarks", "gallery", {"name": "roxford5k"})),  # fmt: skip
+            readers=_revisited("roxford5k"),
             configs=("revisited_eval.yaml",),
             usage=_REVISITED_USAGE,
         ),
@@ -270,8 +272,7 @@ CATALOG: dict[str, DatasetEntry] = {
                 Archive("gnd_rparis6k.pkl", _REVISITOP + "rparis6k/gnd_rparis6k.pkl", None, _REVISITOP_CODE),
             ),
             convert=conversions.revisited,
-            readers=(Reader("RevisitedLandmarks", "query", {"name": "rparis6k"}),
-                     Reader("RevisitedLandmarks", "gallery", {"name": "rparis6k"})),  # fmt: skip
+            readers=_revisited("rparis6k"),
             configs=("revisited_eval.yaml",),
             usage=_REVISITED_USAGE,
         ),
@@ -284,13 +285,9 @@ CATALOG: dict[str, DatasetEntry] = {
             folder="revisited",
             subfolder="revisitop1m",
             archives=(
-                *(
-                    Archive(f"revisitop1m.{i}.tar.gz", f"http://ptak.felk.cvut.cz/revisitop/revisitop1m/jpg/"
-                            f"revisitop1m.{i}.tar.gz", None, _REVISITOP_CODE, "jpg")  # fmt: skip
-                    for i in range(1, 101)
-                ),
-                Archive("revisitop1m.txt", "http://ptak.felk.cvut.cz/revisitop/revisitop1m/revisitop1m.txt", None,
-                        _REVISITOP_CODE),  # fmt: skip
+                *(Archive(f"revisitop1m.{i}.tar.gz", f"{_R1M}jpg/revisitop1m.{i}.tar.gz", None, _REVISITOP_CODE, "jpg")
+                  for i in range(1, 101)),
+                Archive("revisitop1m.txt", f"{_R1M}revisitop1m.txt", None, _REVISITOP_CODE),
             ),
             convert=conversions.distractors,
             readers=(Reader("CSVDataset", None, {"csv_file": "r1m.csv"}),),

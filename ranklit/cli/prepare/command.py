@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -65,6 +66,11 @@ def _entry(name: str) -> DatasetEntry:
     return CATALOG[name]
 
 
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def _writable(folder: Path) -> None:
     """Create ``folder`` and check that a file can be written in it."""
     try:
@@ -72,7 +78,8 @@ def _writable(folder: Path) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
-        raise UserError(f"cannot write in {folder} ({error.strerror or error}): choose a --root you can write to.") from None
+        reason = error.strerror or error
+        raise UserError(f"cannot write in {folder} ({reason}): choose a --root you can write to.") from None
 
 
 def _layout(root: Path, entry: DatasetEntry) -> list[str]:
@@ -101,9 +108,10 @@ def _fetch(source: Source, cache: Path, retries: int, progress: bool) -> Path:
 
         def room(total: int | None, held: int) -> None:
             if total is not None:  # the rest of the download and room to unpack it
-                check_space(cache, total - held + total, f"{source.archive.filename} ({human(total)}) and its unpacking")
+                what = f"{source.archive.filename} ({human(total)}) and its unpacking"
+                check_space(cache, total - held + total, what)
 
-        print(f"downloading {source.url}", flush=True)
+        _say(f"downloading {source.url}")
         cache.mkdir(exist_ok=True)
         download(source.url, target, retries=retries, progress=progress, room=room)
     return target
@@ -124,10 +132,11 @@ def _verify(source: Source, path: Path, downloaded: bool) -> dict[str, Any]:
                 f"{found[kind]}. Nothing was unpacked. A mirror's repacked archive needs its own --sha256."
             )
     else:
-        print(f"note: no digest is published for {source.archive.filename}: its sha256 {found['sha256']} is recorded "
-              f"in {RECORD}, which re-runs check.", flush=True)  # fmt: skip
-    return {"file": source.archive.filename, "source": source.url or str(source.path), **found,
-            "expected": source.digest, "expected_read_at": source.digest_read_at if source.digest else None}  # fmt: skip
+        name = source.archive.filename
+        _say(f"note: no digest is published for {name}: its sha256 {found['sha256']} is recorded in {RECORD}.")
+    where = source.url or str(source.path)
+    read_at = source.digest_read_at if source.digest else None
+    return {"file": source.archive.filename, "source": where, **found, "expected": source.digest, "read_at": read_at}
 
 
 def _existing(target: Path, entry: DatasetEntry, sources: list[Source]) -> list[str] | None:
@@ -164,7 +173,7 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
     shutil.rmtree(stage, ignore_errors=True)  # what a killed earlier run left
     try:
         for source, path in zip(sources, paths, strict=True):
-            print(f"unpacking {path.name}", flush=True)
+            _say(f"unpacking {path.name}")
             unpack(path, source.archive.kind, stage / source.archive.into, source.archive.filename)
         prepared = entry.convert(stage)
         lines = _layout(prepared, entry)
@@ -186,10 +195,10 @@ def main(args: list[str]) -> None:
     target, lines, again = prepare(entry, options.root, options)
     data_root = target.parent if entry.subfolder else target
     state = "already prepared (its record verified; nothing downloaded)" if again else "prepared"
-    print(f"{entry.name} {state} in {target}: {'; '.join(lines)}")
-    print(f"--data.root {data_root}")
+    _say(f"{entry.name} {state} in {target}: {'; '.join(lines)}")
+    _say(f"--data.root {data_root}")
     if entry.configs:
-        print(f"configs: {', '.join(entry.configs)}, e.g. `ranklit data check --config {entry.configs[0]} "
-              f"--data.root {data_root}`")  # fmt: skip
+        example = f"ranklit data check --config {entry.configs[0]} --data.root {data_root}"
+        _say(f"configs: {', '.join(entry.configs)}, e.g. `{example}`")
     if entry.usage:
-        print(f"note: {entry.usage.replace('ROOT', str(data_root))}")
+        _say(f"note: {entry.usage.replace('ROOT', str(data_root))}")

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ranklit.errors import UserError
 
@@ -84,7 +84,7 @@ class _Bar:
     """A tqdm bar in bytes (size, rate, time left) created at the first answer; nothing without ``progress``."""
 
     def __init__(self, name: str, progress: bool) -> None:
-        self.name, self.progress, self.bar = name, progress, None
+        self.name, self.progress, self.bar = name, progress, cast(Any, None)
 
     def start(self, total: int | None, initial: int) -> None:
         if not self.progress:
@@ -176,7 +176,8 @@ def download(
             failures = 0 if part.exists() and part.stat().st_size > before else failures + 1
             if failures > retries:
                 held = part.stat().st_size if part.exists() else 0
-                kept = f" The {human(held)} received are kept in {part}: run the same command to continue." if held else ""
+                kept = f" The {human(held)} received are kept in {part}: run the same command to continue."
+                kept = kept if held else ""
                 raise UserError(f"cannot download {url}: {reason} ({failures} failed tries in a row).{kept}")
             time.sleep(min(BACKOFF_MAX, BACKOFF_SECONDS * 2 ** max(failures - 1, 0)))
     finally:

@@ -55,7 +55,8 @@ def cub(work: Path, padding: int = 0) -> dict[str, bytes]:
     root = layouts.cub(work / "CUB_200_2011", {1: 3, 2: 3, 3: 2, 101: 3, 102: 3, 103: 2})
     (root / "classes.txt").write_text("1 001.Bird_1\n")
     extra = {"CUB_200_2011/attributes/padding.bin": random.Random(0).randbytes(padding)} if padding else {}
-    return {"CUB_200_2011.tgz": tar({**tree(root, "CUB_200_2011/"), "attributes.txt": b"1 has_bill_shape\n", **extra})}
+    files = {**tree(root, "CUB_200_2011/"), "attributes.txt": b"1 has_bill_shape\n", **extra}
+    return {"CUB_200_2011.tgz": tar(files)}
 
 
 def sop(work: Path) -> dict[str, bytes]:
@@ -65,7 +66,8 @@ def sop(work: Path) -> dict[str, bytes]:
 
 def inshop(work: Path) -> dict[str, bytes]:
     layouts.inshop(work)
-    return {"img.zip": zip_(tree(work / "img", "img/")), "list_eval_partition.txt": (work / "list_eval_partition.txt").read_bytes()}
+    listing = (work / "list_eval_partition.txt").read_bytes()
+    return {"img.zip": zip_(tree(work / "img", "img/")), "list_eval_partition.txt": listing}
 
 
 def vehicleid(work: Path) -> dict[str, bytes]:
@@ -100,14 +102,20 @@ def dyml(kind: str) -> Callable[[Path], dict[str, bytes]]:
 
 def roxford5k(work: Path) -> dict[str, bytes]:
     layouts.revisited(work, "roxford5k")
-    return {"oxbuild_images.tgz": tar(tree(work / "jpg")), "gnd_roxford5k.pkl": (work / "gnd_roxford5k.pkl").read_bytes()}
+    ground_truth = (work / "gnd_roxford5k.pkl").read_bytes()
+    return {"oxbuild_images.tgz": tar(tree(work / "jpg")), "gnd_roxford5k.pkl": ground_truth}
 
 
 def rparis6k(work: Path) -> dict[str, bytes]:
     layouts.revisited(work, "rparis6k")
     images = sorted((work / "jpg").iterdir())
-    parts = [{f"paris/{('defense', 'eiffel')[i % 2]}/{p.name}": p.read_bytes() for i, p in enumerate(images) if i % 2 == n} for n in (0, 1)]
-    return {"paris_1.tgz": tar(parts[0]), "paris_2.tgz": tar(parts[1]), "gnd_rparis6k.pkl": (work / "gnd_rparis6k.pkl").read_bytes()}
+    landmark = ("defense", "eiffel")
+    parts = [
+        {f"paris/{landmark[i % 2]}/{p.name}": p.read_bytes() for i, p in enumerate(images) if i % 2 == n}
+        for n in (0, 1)
+    ]
+    ground_truth = (work / "gnd_rparis6k.pkl").read_bytes()
+    return {"paris_1.tgz": tar(parts[0]), "paris_2.tgz": tar(parts[1]), "gnd_rparis6k.pkl": ground_truth}
 
 
 def r1m(work: Path) -> dict[str, bytes]:

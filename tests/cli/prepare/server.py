@@ -30,7 +30,7 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:  # quiet
             pass
 
-        def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+        def do_GET(self) -> None:  # http.server's name
             served.ranges.append(self.headers.get("Range"))
             if self.path in served.status:
                 self.send_error(served.status[self.path])

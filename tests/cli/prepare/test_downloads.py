@@ -35,7 +35,7 @@ def test_a_dropped_connection_is_resumed_with_range_for_less_than_1_6_times_the_
 ) -> None:
     name, content = big_cub
     with serving(Served(files={f"/{name}": content}, drops={f"/{name}": [len(content) // 2]})) as served:
-        code, out, err = prepare(capsys, *_cub(served, name, content, tmp_path / "cub", "--no-progress"))
+        code, _, err = prepare(capsys, *_cub(served, name, content, tmp_path / "cub", "--no-progress"))
     assert code == 0, err
     assert served.ranges == [None, f"bytes={len(content) // 2}-"]
     assert served.body_bytes < 1.6 * len(content)
@@ -72,7 +72,7 @@ def test_http_errors_are_one_line_and_exit_2_server_errors_after_the_retries(
     tmp_path, capsys, no_backoff, status, tries
 ) -> None:
     with serving(Served(status={"/CUB_200_2011.tgz": status})) as served:
-        code, out, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--retries", "2",
+        code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--retries", "2",
                                  "--source", f"{served.url}/CUB_200_2011.tgz")  # fmt: skip
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: ") and f"HTTP {status}" in err

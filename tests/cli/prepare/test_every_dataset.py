@@ -18,11 +18,15 @@ from tests.cli.prepare.archives import MINIATURES, tree
 from tests.cli.prepare.conftest import sha256, source_args
 from tests.cli.prepare.server import Served, serving
 
+# the miniatures' test splits have 2 classes, which the readers rightly warn about
+pytestmark = pytest.mark.filterwarnings("ignore:.*has 2 classes:UserWarning")
+
 
 def _small_batches(config: str, folder: Path) -> Path:
     """The shipped ``config`` with the smallest ``p`` of its batch sampler (1 for ``PKSampler``; 2 for the
-    hierarchical and category samplers, whose batches take ``p // 2`` classes from each of two groups): the P x K of a real dataset does not fit a miniature of a few
-    classes (``data check`` would rightly report it); the data section is otherwise the same."""
+    hierarchical and category samplers, whose batches take ``p // 2`` classes from each of two groups): the P x K of
+    a real dataset does not fit a miniature of a few classes (``data check`` would rightly report it); the data
+    section is otherwise the same."""
     shipped = Path(resolve_config_paths(["--config", config])[1])
     tree_ = yaml.safe_load(shipped.read_text())
     if (sampler := tree_["data"].get("batch_sampler")) is not None:

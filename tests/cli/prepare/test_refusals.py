@@ -13,7 +13,6 @@ import pytest
 from ranklit.cli.prepare import command
 from tests.cli.prepare.archives import MINIATURES, tar, zip_
 from tests.cli.prepare.conftest import outside, prepare, sha256, source_args
-from tests.cli.prepare.server import Served, serving
 
 
 def _file(folder: Path, name: str, content: bytes) -> Path:
@@ -60,7 +59,7 @@ def _hostile_tars(escape: Path) -> dict[str, bytes]:
 
 def _hostile_zips(escape: Path) -> dict[str, bytes]:
     link = zipfile.ZipInfo("CUB_200_2011/link")
-    link.external_attr = (0o120777 << 16)
+    link.external_attr = 0o120777 << 16
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr(link, "../../../outside")
