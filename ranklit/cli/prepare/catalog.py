@@ -161,7 +161,7 @@ CATALOG: dict[str, DatasetEntry] = {
             archives=(
                 Archive(
                     "Stanford_Online_Products.zip",
-                    "ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
+                    "http://ftp.cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
                     "md5:7f73d41a2f44250d4779881525aea32e",
                     "pytorch-metric-learning's datasets/sop.py before 2.0 (`md5`); the same value in many "
                     "torchvision-style SOP readers (`zip_md5`)",

@@ -29,7 +29,7 @@ from ranklit.cli.prepare.catalog import CATALOG, DatasetEntry
 from ranklit.cli.prepare.download import check_space, digests, download, human
 from ranklit.cli.prepare.extraction import unpack
 from ranklit.cli.prepare.record import RECORD, read_record, record_problems, write_record
-from ranklit.cli.prepare.sources import Source, resolve_sources
+from ranklit.cli.prepare.sources import GIVEN, Source, resolve_sources
 from ranklit.errors import UserError
 
 __all__ = ["main", "prepare"]
@@ -149,7 +149,10 @@ def _existing(target: Path, entry: DatasetEntry, sources: list[Source]) -> list[
             f"{target} already holds files but no {RECORD}: choose a new or empty --root (the prepared dataset is "
             "moved there once complete)."
         )
-    if problems := record_problems(target, record, entry.name, [s.digest for s in sources]):
+    # a root made from a mirror's archive (checked against a --sha256 then) is not held to the published digest
+    mirrored = {a.get("file") for a in record.get("archives") or [] if a.get("read_at") == GIVEN}
+    expected = [None if s.archive.filename in mirrored and s.digest_read_at != GIVEN else s.digest for s in sources]
+    if problems := record_problems(target, record, entry.name, expected):
         raise UserError(f"{target} was prepared before, but {'; '.join(problems)}: remove it to prepare it again.")
     return _layout(target, entry)
 
@@ -189,10 +192,15 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
 
 
 def main(args: list[str]) -> None:
-    """``ranklit data prepare ...`` (``args`` after ``prepare``)."""
+    """``ranklit data prepare ...`` (``args`` after ``prepare``); Ctrl-C exits with 130 in one line."""
     options = _parser().parse_args(args)
     entry = _entry(options.name)
-    target, lines, again = prepare(entry, options.root, options)
+    try:
+        target, lines, again = prepare(entry, options.root, options)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted: nothing was moved into --root; run the same command to continue (a partial "
+                         "download resumes).\n")  # fmt: skip
+        raise SystemExit(130) from None
     data_root = target.parent if entry.subfolder else target
     state = "already prepared (its record verified; nothing downloaded)" if again else "prepared"
     _say(f"{entry.name} {state} in {target}: {'; '.join(lines)}")

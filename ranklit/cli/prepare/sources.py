@@ -16,8 +16,10 @@ from pathlib import Path
 from ranklit.cli.prepare.catalog import Archive, DatasetEntry
 from ranklit.errors import UserError
 
-__all__ = ["Source", "resolve_sources"]
+__all__ = ["GIVEN", "Source", "resolve_sources"]
 
+GIVEN = "given with --sha256"
+"""Where the expected digest of a file comes from when the user gives it."""
 _SCHEMES = ("http", "https", "ftp", "file")
 
 
@@ -91,6 +93,6 @@ def resolve_sources(entry: DatasetEntry, given: list[str], sha256: list[str], ro
         url, path = _place(place)
         digest, read_at = archive.digest, archive.digest_read_at
         if sha256:
-            digest, read_at = f"sha256:{sha256[position].lower()}", "given with --sha256"
+            digest, read_at = f"sha256:{sha256[position].lower()}", GIVEN
         sources.append(Source(archive, url, path, digest, read_at))
     return sources

@@ -105,8 +105,8 @@ def test_an_interrupted_unpacking_leaves_no_half_prepared_root_and_a_rerun_compl
     real = command.unpack
     monkeypatch.setattr(command, "unpack", interrupted)
     root = tmp_path / "revisited"
-    with pytest.raises(KeyboardInterrupt):
-        prepare(capsys, "rparis6k", "--root", str(root), "--source", str(tmp_path / "downloaded"))
+    code, _, err = prepare(capsys, "rparis6k", "--root", str(root), "--source", str(tmp_path / "downloaded"))
+    assert code == 130 and err.startswith("interrupted: nothing was moved into --root") and err.count("\n") == 1
     assert not (root / "rparis6k").exists() and not (root / ".rparis6k.prepare-tmp").exists()
     monkeypatch.setattr(command, "unpack", real)
     code, out, err = prepare(capsys, "rparis6k", "--root", str(root), "--source", str(tmp_path / "downloaded"))
@@ -127,6 +127,17 @@ def test_a_rerun_verifies_the_record_and_downloads_nothing(tmp_path, capsys, cub
     code, _, err = prepare(capsys, *args)
     assert code == 2 and f"it now holds {len(held) - 1} files" in err and "remove it to prepare it again" in err
     assert len(served.ranges) == requests
+
+
+def test_a_rerun_with_another_digest_names_it_and_one_made_from_a_mirror_keeps_its_own(
+    tmp_path, capsys, cub_served
+) -> None:
+    served, files = cub_served
+    args = ["cub", "--root", str(tmp_path / "cub"), "--source", f"{served.url}/CUB_200_2011.tgz"]
+    assert prepare(capsys, *args, "--sha256", sha256(files["CUB_200_2011.tgz"]))[0] == 0
+    assert prepare(capsys, *args)[0] == 0  # made from a mirror: the published md5 does not apply
+    code, _, err = prepare(capsys, *args, "--sha256", "0" * 64)
+    assert code == 2 and f"CUB_200_2011.tgz had sha256 {sha256(files['CUB_200_2011.tgz'])}, expected {'0' * 64}" in err
 
 
 def test_a_folder_with_other_files_is_not_overwritten(tmp_path, capsys, cub_served) -> None:
