@@ -21,7 +21,6 @@ import os
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +89,7 @@ def _layout(root: Path, entry: DatasetEntry) -> list[str]:
     for reader in entry.readers:
         cls: Any = getattr(ranklit.data, reader.cls)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                data = cls(root, reader.split, **reader.kwargs)
+            data = cls(root, reader.split, **reader.kwargs)
         except (OSError, ValueError) as error:
             raise UserError(f"the prepared files fail the layout check of {reader.cls}: {error}") from None
         lines.append(f"{reader.split or 'all'} {len(data)} images, {data.num_classes} classes")
@@ -117,9 +114,9 @@ def _fetch(source: Source, cache: Path, retries: int, progress: bool) -> Path:
     return target
 
 
-def _verify(source: Source, path: Path, downloaded: bool) -> dict[str, Any]:
+def _verify(source: Source, path: Path, downloaded: bool, progress: bool) -> dict[str, Any]:
     """The file's record entry; a digest that differs from the expected one is a :class:`UserError`."""
-    found = digests(path)
+    found = digests(path, progress)
     if source.digest is not None:
         kind, _, value = source.digest.partition(":")
         if found[kind] != value:
@@ -171,13 +168,14 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
     _writable(target.parent)
     cache, stage = (target.parent / f".{target.name}.{part}" for part in ("downloads", "prepare-tmp"))
     paths = [_fetch(source, cache, options.retries, not options.no_progress) for source in sources]
-    archives = [_verify(s, p, s.path is None) for s, p in zip(sources, paths, strict=True)]
+    progress = not options.no_progress
+    archives = [_verify(s, p, s.path is None, progress) for s, p in zip(sources, paths, strict=True)]
     check_space(target.parent, sum(p.stat().st_size for p in paths), f"unpacking {entry.name}")
     shutil.rmtree(stage, ignore_errors=True)  # what a killed earlier run left
     try:
         for source, path in zip(sources, paths, strict=True):
             _say(f"unpacking {path.name}")
-            unpack(path, source.archive.kind, stage / source.archive.into, source.archive.filename)
+            unpack(path, source.archive.kind, stage / source.archive.into, source.archive.filename, progress)
         prepared = entry.convert(stage)
         lines = _layout(prepared, entry)
         write_record(prepared, entry.name, archives)

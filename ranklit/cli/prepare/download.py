@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from ranklit.errors import UserError
 
-__all__ = ["check_space", "digests", "download", "human"]
+__all__ = ["ProgressBar", "check_space", "digests", "download", "human"]
 
 BACKOFF_SECONDS = 1.0
 """The first wait before a retry; it doubles after each failed try, up to :data:`BACKOFF_MAX`."""
@@ -51,40 +51,12 @@ def human(size: float) -> str:
     return f"{size:.1f} TiB"  # pragma: no cover  (the loop returns at GiB)
 
 
-def check_space(folder: Path, needed: int, what: str) -> None:
-    """Refuse to start when ``folder``'s disk has less than ``needed`` bytes free (``what`` says what needs them)."""
-    free = shutil.disk_usage(folder).free
-    if free < needed:
-        raise UserError(
-            f"not enough free disk space in {folder}: {what} needs {human(needed)}, {human(free)} are free. Free some "
-            "space or choose a --root on a larger disk."
-        )
+class ProgressBar:
+    """A tqdm bar (size, rate, time left; in bytes unless ``unit`` says otherwise) created by the first
+    :meth:`start`; nothing without ``progress`` (nor when the output is not a terminal)."""
 
-
-def digests(path: Path) -> dict[str, str]:
-    """The MD5 and SHA-256 of a file, read once (1 MiB at a time)."""
-    md5, sha256 = hashlib.md5(usedforsecurity=False), hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            md5.update(chunk)
-            sha256.update(chunk)
-    return {"md5": md5.hexdigest(), "sha256": sha256.hexdigest()}
-
-
-def _content_range(value: str | None) -> tuple[int | None, int | None]:
-    """``(first byte, total)`` of a ``Content-Range: bytes a-b/total`` (or ``bytes */total``) header."""
-    if not value or not value.startswith("bytes "):
-        return None, None
-    span, _, total = value[6:].partition("/")
-    first = span.split("-")[0]
-    return (int(first) if first.isdigit() else None), (int(total) if total.isdigit() else None)
-
-
-class _Bar:
-    """A tqdm bar in bytes (size, rate, time left) created at the first answer; nothing without ``progress``."""
-
-    def __init__(self, name: str, progress: bool) -> None:
-        self.name, self.progress, self.bar = name, progress, cast(Any, None)
+    def __init__(self, name: str, progress: bool, unit: str = "B") -> None:
+        self.name, self.progress, self.unit, self.bar = name, progress, unit, cast(Any, None)
 
     def start(self, total: int | None, initial: int) -> None:
         if not self.progress:
@@ -92,7 +64,8 @@ class _Bar:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(desc=self.name, unit="B", unit_scale=True, unit_divisor=1024, disable=None, leave=True)
+            scale = self.unit == "B"
+            self.bar = tqdm(desc=self.name, unit=self.unit, unit_scale=scale, unit_divisor=1024, disable=None)
         self.bar.total, self.bar.n = total, initial
         self.bar.refresh()
 
@@ -105,7 +78,40 @@ class _Bar:
             self.bar.close()
 
 
-def _attempt(url: str, part: Path, bar: _Bar, room: Callable[[int | None, int], None]) -> None:
+def check_space(folder: Path, needed: int, what: str) -> None:
+    """Refuse to start when ``folder``'s disk has less than ``needed`` bytes free (``what`` says what needs them)."""
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise UserError(
+            f"not enough free disk space in {folder}: {what} needs {human(needed)}, {human(free)} are free. Free some "
+            "space or choose a --root on a larger disk."
+        )
+
+
+def digests(path: Path, progress: bool = False) -> dict[str, str]:
+    """The MD5 and SHA-256 of a file, read once (1 MiB at a time; a progress bar in bytes with ``progress``)."""
+    md5, sha256 = hashlib.md5(usedforsecurity=False), hashlib.sha256()
+    bar = ProgressBar(f"checking {path.name}", progress)
+    bar.start(path.stat().st_size, 0)
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            md5.update(chunk)
+            sha256.update(chunk)
+            bar.update(len(chunk))
+    bar.close()
+    return {"md5": md5.hexdigest(), "sha256": sha256.hexdigest()}
+
+
+def _content_range(value: str | None) -> tuple[int | None, int | None]:
+    """``(first byte, total)`` of a ``Content-Range: bytes a-b/total`` (or ``bytes */total``) header."""
+    if not value or not value.startswith("bytes "):
+        return None, None
+    span, _, total = value[6:].partition("/")
+    first = span.split("-")[0]
+    return (int(first) if first.isdigit() else None), (int(total) if total.isdigit() else None)
+
+
+def _attempt(url: str, part: Path, bar: ProgressBar, room: Callable[[int | None, int], None]) -> None:
     """One request for the bytes ``part`` lacks; returns when the file is complete, raises when it is not."""
     start = part.stat().st_size if part.exists() else 0
     headers = {"User-Agent": "ranklit-data-prepare", **({"Range": f"bytes={start}-"} if start else {})}
@@ -152,7 +158,7 @@ def download(
         room: called with ``(total size or None, bytes already held)`` before the body is read; raises when the
             disk cannot hold the rest (:func:`check_space`).
     """
-    part, bar, failures = target.with_name(target.name + ".part"), _Bar(target.name, progress), 0
+    part, bar, failures = target.with_name(target.name + ".part"), ProgressBar(target.name, progress), 0
     try:
         while True:
             before = part.stat().st_size if part.exists() else 0

@@ -17,6 +17,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from ranklit.cli.prepare.download import ProgressBar
 from ranklit.errors import UserError
 
 __all__ = ["entry_problem", "unpack"]
@@ -59,7 +60,7 @@ def _refuse(archive: Path, name: str, problem: str, into: Path) -> UserError:
     )
 
 
-def _unpack_tar(archive: Path, into: Path) -> int:
+def _unpack_tar(archive: Path, into: Path, bar: ProgressBar) -> int:
     count = 0
     with tarfile.open(archive, "r:*") as tar:
         for member in tar:
@@ -71,10 +72,11 @@ def _unpack_tar(archive: Path, into: Path) -> int:
                 raise _refuse(archive, member.name, problem, into)
             tar.extract(member, into, **_TAR_FILTER)  # type: ignore[arg-type]
             count += member.isfile()
+            bar.update(member.isfile())
     return count
 
 
-def _unpack_zip(archive: Path, into: Path) -> int:
+def _unpack_zip(archive: Path, into: Path, bar: ProgressBar) -> int:
     count = 0
     with zipfile.ZipFile(archive) as bundle:
         for info in bundle.infolist():
@@ -83,19 +85,25 @@ def _unpack_zip(archive: Path, into: Path) -> int:
                 raise _refuse(archive, info.filename, problem, into)
             bundle.extract(info, into)
             count += not info.is_dir()
+            bar.update(not info.is_dir())
     return count
 
 
-def unpack(archive: Path, kind: str, into: Path, filename: str) -> int:
+def unpack(archive: Path, kind: str, into: Path, filename: str, progress: bool = False) -> int:
     """Unpack ``archive`` into ``into``; returns the number of files written. ``kind`` ``"file"`` copies it as
     ``into/filename``; an archive is read as zip or tar by its content (a mirror may repack one as the other). A
-    corrupt archive is a :class:`UserError` naming it."""
+    corrupt archive is a :class:`UserError` naming it. ``progress``: a bar counting the files written."""
     into.mkdir(parents=True, exist_ok=True)
     if kind != "file":
+        bar = ProgressBar(f"unpacking {archive.name}", progress, unit=" files")
+        bar.start(None, 0)
         try:
-            return _unpack_zip(archive, into) if zipfile.is_zipfile(archive) else _unpack_tar(archive, into)
+            zipped = zipfile.is_zipfile(archive)
+            return _unpack_zip(archive, into, bar) if zipped else _unpack_tar(archive, into, bar)
         except (tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
             reason = str(error).splitlines()[0]
             raise UserError(f"{archive} is not a readable tar or zip archive ({reason}): download it again.") from None
+        finally:
+            bar.close()
     shutil.copyfile(archive, into / filename)
     return 1
