@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ class Served:
     drops: dict[str, list[int]] = field(default_factory=dict)  # path -> bytes sent by each next request, then close
     ignore_range: bool = False
     content_type: str = "application/octet-stream"
+    throttle: float = 0.0  # seconds of sleep after each 64 KiB of body (a slow link)
     body_bytes: int = 0
     ranges: list[str | None] = field(default_factory=list)
     url: str = ""
@@ -60,8 +62,14 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
             if drops:
                 body = body[: drops.pop(0)]
                 self.close_connection = True
-            self.wfile.write(body)
-            served.body_bytes += len(body)
+            step = 1 << 16 if served.throttle else max(len(body), 1)
+            try:
+                for start in range(0, len(body), step):
+                    self.wfile.write(body[start : start + step])
+                    served.body_bytes += len(body[start : start + step])
+                    time.sleep(served.throttle)
+            except (BrokenPipeError, ConnectionResetError):  # the client went away
+                self.close_connection = True
 
     return Handler
 

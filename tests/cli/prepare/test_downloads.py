@@ -4,9 +4,11 @@ an unreachable server, a server without Range support, a web page instead of the
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -129,3 +131,30 @@ def test_the_command_prints_one_line_for_a_404_and_an_unknown_name(tmp_path) -> 
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith("error: unknown dataset 'cubb'"), done.stderr
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_download_keeps_the_part_and_the_same_command_continues(tmp_path, big_cub, capsys) -> None:
+    """The user's day: a slow download, Ctrl-C (one line, exit 130, no root), the same command again."""
+    name, content = big_cub
+    root = tmp_path / "cub"
+    with serving(Served(files={f"/{name}": content}, throttle=0.05)) as served:
+        args = _cub(served, name, content, root, "--no-progress")
+        command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", *args]
+        running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        part = tmp_path / ".cub.downloads" / f"{name}.part"
+        deadline = time.monotonic() + 120
+        while not (part.exists() and part.stat().st_size > 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running.send_signal(signal.SIGINT)
+        _, err = running.communicate(timeout=60)
+        assert running.returncode == 130 and err.startswith("interrupted: nothing was moved into --root"), err
+        assert err.count("\n") == 1 and not root.exists()
+        held = part.stat().st_size
+        assert 0 < held < len(content)
+        served.throttle = 0.0
+        code, _, err = prepare(capsys, *args)
+    assert code == 0, err
+    assert served.ranges[-1] == f"bytes={held}-"
+    assert served.body_bytes < 1.6 * len(content)
+    assert (root / "images").is_dir()
