@@ -1,17 +1,17 @@
 """``ranklit data prepare NAME --root DIR``: every benchmark dataset ranklit reads, in one command.
 
-- :mod:`~ranklit.cli.prepare.catalog` — the datasets, their files, official digests (and where each was read), terms.
-- :mod:`~ranklit.cli.prepare.sources` — the files' addresses, or the ``--source`` / ``--sha256`` given.
-- :mod:`~ranklit.cli.prepare.download` — resumable HTTP downloads (``Range``, retries, ``*.part``, disk space).
-- :mod:`~ranklit.cli.prepare.extraction` — tar / zip unpacking that refuses entries landing outside.
-- :mod:`~ranklit.cli.prepare.conversions` — from the unpacked files to each reader's layout.
-- :mod:`~ranklit.cli.prepare.record` — ``ranklit-prepared.json``, what a prepared root holds.
-- :mod:`~ranklit.cli.prepare.command` — the command (``main``).
+- :mod:`~ranklit.cli.prepare._catalog` — the datasets, their files, official digests (and where each was read), terms.
+- :mod:`~ranklit.cli.prepare._sources` — the files' addresses, or the ``--source`` / ``--sha256`` given.
+- :mod:`~ranklit.cli.prepare._download` — resumable HTTP downloads (``Range``, retries, ``*.part``, disk space).
+- :mod:`~ranklit.cli.prepare._extraction` — tar / zip unpacking that refuses entries landing outside.
+- :mod:`~ranklit.cli.prepare._conversions` — from the unpacked files to each reader's layout.
+- :mod:`~ranklit.cli.prepare._record` — ``ranklit-prepared.json``, what a prepared root holds.
+- :mod:`~ranklit.cli.prepare._command` — the command (``main``).
 
 The datasets, their sources and the commands are listed on the documentation's Datasets page (``docs/datasets.md``).
 """
 
-from ranklit.cli.prepare.catalog import CATALOG
-from ranklit.cli.prepare.command import main
+from ranklit.cli.prepare._catalog import CATALOG
+from ranklit.cli.prepare._command import main
 
 __all__ = ["CATALOG", "main"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from ranklit.cli.prepare import CATALOG
-from ranklit.cli.prepare.command import _parser
+from ranklit.cli.prepare._command import _parser
 
 _REPO = Path(__file__).resolve().parents[3]
 _PAGE = (_REPO / "docs" / "datasets.md").read_text()

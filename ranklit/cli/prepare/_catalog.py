@@ -3,7 +3,7 @@
 One table, :data:`CATALOG`, declares every dataset once; the command's ``--help``, its checks and the docs page
 ``docs/datasets.md`` follow it. A digest is ``"md5:<hex>"`` or ``"sha256:<hex>"`` as published; ``None`` where no one
 publishes one (the first download records its SHA-256 in the prepared root, and the command says so). The layout
-conversions live in :mod:`ranklit.cli.prepare.conversions`.
+conversions live in :mod:`ranklit.cli.prepare._conversions`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ranklit.cli.prepare import conversions
+from ranklit.cli.prepare import _conversions as conversions
 
 __all__ = ["CATALOG", "Archive", "DatasetEntry", "Reader"]
 

@@ -3,13 +3,13 @@
 The steps, each of which stops with one line and exit code 2 on a user's problem:
 
 1. the prepared root (``--root``, or ``--root/<subfolder>`` for the Revisited sets) is checked: not a file, writable;
-   if it holds a record (:mod:`~ranklit.cli.prepare.record`) that agrees with the catalogue, the layout is checked
+   if it holds a record (:mod:`~ranklit.cli.prepare._record`) that agrees with the catalogue, the layout is checked
    and the command ends (nothing downloaded);
-2. every file is downloaded (:mod:`~ranklit.cli.prepare.download`, into ``.<root name>.downloads`` beside the root)
+2. every file is downloaded (:mod:`~ranklit.cli.prepare._download`, into ``.<root name>.downloads`` beside the root)
    or taken from ``--source``;
 3. every digest is checked before anything is unpacked (a mismatch names the expected and the actual digest);
-4. the files are unpacked safely (:mod:`~ranklit.cli.prepare.extraction`) into a staging folder beside the root,
-   laid out (:mod:`~ranklit.cli.prepare.conversions`), loaded by the dataset's readers (the layout check of
+4. the files are unpacked safely (:mod:`~ranklit.cli.prepare._extraction`) into a staging folder beside the root,
+   laid out (:mod:`~ranklit.cli.prepare._conversions`), loaded by the dataset's readers (the layout check of
    ``ranklit data check``), recorded, then renamed into place: an interrupted prepare leaves no half-prepared root;
 5. the command prints the ``--data.root`` to pass and the configs that read it.
 """
@@ -24,11 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ranklit.cli.prepare.catalog import CATALOG, DatasetEntry
-from ranklit.cli.prepare.download import check_space, digests, download, human
-from ranklit.cli.prepare.extraction import unpack
-from ranklit.cli.prepare.record import RECORD, read_record, record_problems, write_record
-from ranklit.cli.prepare.sources import GIVEN, Source, resolve_sources
+from ranklit.cli.prepare._catalog import CATALOG, DatasetEntry
+from ranklit.cli.prepare._download import check_space, digests, download, human
+from ranklit.cli.prepare._extraction import unpack
+from ranklit.cli.prepare._record import RECORD, read_record, record_problems, write_record
+from ranklit.cli.prepare._sources import GIVEN, Source, resolve_sources
 from ranklit.errors import UserError
 
 __all__ = ["main", "prepare"]
