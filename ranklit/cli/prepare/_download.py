@@ -38,17 +38,17 @@ class _Dropped(ConnectionError):
 
 
 def human(size: float) -> str:
-    """``size`` bytes in KiB / MiB / GiB.
+    """``size`` bytes in B / KiB / MiB / GiB.
 
     Example:
-        >>> human(3 * 1024**3), human(512)
-        ('3.0 GiB', '512 B')
+        >>> human(3 * 1024**3), human(512), human(1536)
+        ('3.0 GiB', '512 B', '1.5 KiB')
     """
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"  # pragma: no cover  (the loop returns at GiB)
+    units = ("B", "KiB", "MiB", "GiB")
+    power = 0
+    while size >= 1024 and power < len(units) - 1:
+        size, power = size / 1024, power + 1
+    return f"{size:.0f} B" if power == 0 else f"{size:.1f} {units[power]}"
 
 
 class ProgressBar:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.prepare.archives import MINIATURES
-from tests.cli.prepare.conftest import prepare, sha256
+from tests.cli.prepare.conftest import prepare, sha256, source_args
 from tests.cli.prepare.server import Served, serving
 
 _MIB = 1 << 20
@@ -158,3 +158,12 @@ def test_ctrl_c_during_a_download_keeps_the_part_and_the_same_command_continues(
     assert served.ranges[-1] == f"bytes={held}-"
     assert served.body_bytes < 1.6 * len(content)
     assert (root / "images").is_dir()
+
+
+def test_downloaded_archives_are_deleted_once_prepared_unless_kept(tmp_path, capsys, cub_served) -> None:
+    served, files = cub_served
+    for keep, root in (([], tmp_path / "a" / "cub"), (["--keep-archives"], tmp_path / "b" / "cub")):
+        code, _, err = prepare(capsys, "cub", "--root", str(root), *source_args(served, files), *keep)
+        assert code == 0, err
+        kept = root.parent / ".cub.downloads" / "CUB_200_2011.tgz"
+        assert (kept.read_bytes() == files["CUB_200_2011.tgz"]) if keep else not kept.parent.exists()
