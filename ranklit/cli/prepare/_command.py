@@ -17,6 +17,7 @@ The steps, each of which stops with one line and exit code 2 on a user's problem
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import sys
@@ -182,6 +183,11 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
         if target.exists():
             target.rmdir()  # empty (checked above)
         os.replace(prepared, target)
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        raise UserError(f"the disk of {target.parent} filled up while unpacking {entry.name}: nothing was kept; free "
+                        "some space and run the command again.") from None  # fmt: skip
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     if not options.keep_archives:

@@ -118,7 +118,7 @@ def _attempt(url: str, part: Path, bar: ProgressBar, room: Callable[[int | None,
     try:
         response: Any = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_SECONDS)
     except urllib.error.HTTPError as error:
-        first, total = _content_range(error.headers.get("Content-Range") if error.headers else None)
+        _, total = _content_range(error.headers.get("Content-Range") if error.headers else None)
         if error.code == 416 and start and total == start:
             return  # the .part already holds the whole file
         if error.code == 416:
@@ -169,8 +169,8 @@ def download(
             except urllib.error.HTTPError as error:
                 if 400 <= error.code < 500 and error.code not in (408, 416, 429):
                     raise UserError(
-                        f"{url}: HTTP {error.code} {error.reason}: the server has no such file for us. Check the "
-                        "address, or pass a mirror or a file on disk with --source."
+                        f"{url}: HTTP {error.code} {error.reason}. Check the address, or pass a mirror or a file on "
+                        "disk with --source."
                     ) from None
                 reason = f"HTTP {error.code} {error.reason}"
             except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as error:

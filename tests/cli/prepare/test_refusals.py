@@ -3,6 +3,7 @@ hostile archive, bad input; an interrupted unpacking leaves no half-prepared roo
 
 from __future__ import annotations
 
+import errno
 import io
 import tarfile
 import zipfile
@@ -112,6 +113,20 @@ def test_an_interrupted_unpacking_leaves_no_half_prepared_root_and_a_rerun_compl
     code, out, err = prepare(capsys, "rparis6k", "--root", str(root), "--source", str(tmp_path / "downloaded"))
     assert code == 0, err
     assert "rparis6k prepared in" in out and (root / "rparis6k" / "gnd_rparis6k.pkl").is_file()
+
+
+def test_a_disk_that_fills_up_while_unpacking_is_one_line_and_leaves_nothing(
+    tmp_path, capsys, monkeypatch, cub_served
+) -> None:
+    served, files = cub_served
+
+    def full(*args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(command, "unpack", full)
+    code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), *source_args(served, files))
+    assert code == 2 and err.count("\n") == 1 and "filled up while unpacking cub" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cub.downloads", "build"]  # the archive is kept
 
 
 def test_a_rerun_verifies_the_record_and_downloads_nothing(tmp_path, capsys, cub_served) -> None:
