@@ -46,7 +46,7 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     assert trained.returncode == 0, trained.stderr[-3000:]
     # `ranklit data prepare` from the installed wheel against a local server (issue 26)
     from tests.cli.prepare.archives import MINIATURES
-    from tests.cli.prepare.conftest import source_args
+    from tests.cli.prepare.helpers import source_args
     from tests.cli.prepare.server import Served, serving
 
     files = MINIATURES["cub"](tmp_path / "cub_files")

@@ -15,7 +15,7 @@ from ranklit.cli.app import main
 from ranklit.cli.config_files import resolve_config_paths
 from ranklit.cli.prepare import CATALOG
 from tests.cli.prepare.archives import MINIATURES, tree
-from tests.cli.prepare.conftest import sha256, source_args
+from tests.cli.prepare.helpers import sha256, source_args
 from tests.cli.prepare.server import Served, serving
 
 # the miniatures' test splits have 2 classes, which the readers rightly warn about

@@ -13,7 +13,7 @@ import pytest
 
 from ranklit.cli.prepare import _command as command
 from tests.cli.prepare.archives import MINIATURES, tar, zip_
-from tests.cli.prepare.conftest import outside, prepare, sha256, source_args
+from tests.cli.prepare.helpers import outside, prepare, sha256, source_args
 
 
 def _file(folder: Path, name: str, content: bytes) -> Path:
