@@ -1,9 +1,10 @@
 """The datasets ``ranklit data prepare`` knows: their archives, official digests (with where each was read), terms.
 
 One table, :data:`CATALOG`, declares every dataset once; the command's ``--help``, its checks and the docs page
-``docs/datasets.md`` follow it. A digest is ``"md5:<hex>"`` or ``"sha256:<hex>"`` as published; ``None`` where no one
-publishes one (the first download records its SHA-256 in the prepared root, and the command says so). The layout
-conversions live in :mod:`ranklit.cli.prepare._conversions`.
+``docs/datasets.md`` follow it. A digest is ``"md5:<hex>"`` or ``"sha256:<hex>"`` as published, with where it was read;
+a file may have several (all are checked), or none where no one publishes one (the first download records its SHA-256
+in the prepared root, and the command says so). The layout conversions live in
+:mod:`ranklit.cli.prepare._conversions`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from ranklit.cli.prepare import _conversions as conversions
 
 __all__ = ["CATALOG", "Archive", "DatasetEntry", "Reader"]
 
-_NO_DIGEST = "none published; recorded on first download"
-
-
 @dataclass(frozen=True)
 class Archive:
     """One file a dataset is made of: an archive (``.tar``, ``.tgz``, ``.tar.gz``, ``.zip``) or a plain file.
@@ -26,15 +24,13 @@ class Archive:
     Attributes:
         filename: the name of the official file (a ``--source`` of that name is matched to it).
         url: the official download address, ``None`` where the owner requires a form, a login or a web page.
-        digest: ``"md5:<hex>"`` / ``"sha256:<hex>"`` as published, or ``None``.
-        digest_read_at: where ``digest`` was read (or why there is none).
+        digests: ``("md5:<hex>" or "sha256:<hex>", where it was read)`` for each published digest; empty if none.
         into: folder of the prepared root the file is unpacked (or copied) into, ``""`` for the root itself.
     """
 
     filename: str
     url: str | None
-    digest: str | None = None
-    digest_read_at: str = _NO_DIGEST
+    digests: tuple[tuple[str, str], ...] = ()
     into: str = ""
 
     @property
@@ -115,8 +111,14 @@ _OXFORD = "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/"
 _PARIS = "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/"
 _REVISITOP = "http://cmp.felk.cvut.cz/revisitop/data/datasets/"
 _R1M = "http://ptak.felk.cvut.cz/revisitop/revisitop1m/"
+_INAT = "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/"
+_INAT_README = "visipedia/inat_comp 2018/README.md (Data)"
+_TFDS = "tensorflow/datasets tensorflow_datasets/"
+_TFDS_INAT = f"{_TFDS}image_classification/i_naturalist2018/checksums.tsv"
+_R1M_PARTS = tuple(
+    Archive(name, f"{_R1M}jpg/{name}", into="jpg") for name in (f"revisitop1m.{i}.tar.gz" for i in range(1, 101))
+)
 _SMOOTH_AP_SPLITS = "https://drive.google.com/uc?export=download&id=1sXfkBTFDrRU3__-NUs1qBP3sf_0uMB98"
-_REVISITOP_CODE = "filipradenovic/revisitop python/download.py (addresses only; no digest published)"
 _REVISITED_USAGE = (
     "revisited_eval.yaml reads roxford5k/ and rparis6k/ under this --data.root (prepare both; or "
     "`--data.test_dataset.init_args.names '[roxford5k]'` for one)"
@@ -136,15 +138,19 @@ CATALOG: dict[str, DatasetEntry] = {
             title="CUB-200-2011 (Wah et al., 2011)",
             homepage="https://www.vision.caltech.edu/datasets/cub_200_2011/",
             terms="no licence stated; images from Flickr, for research",
-            size="about 1.1 GB",
+            size="1.15 GB",
             folder="CUB_200_2011",
             archives=(
                 Archive(
                     "CUB_200_2011.tgz",
                     "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
-                    "md5:97eceeb196236b17998738112f37df78",
-                    "TDeVries/cub2011_dataset cub2011.py (`tgz_md5`), the same value in pytorch-metric-learning's "
-                    "datasets/cub.py before 2.0",
+                    (
+                        ("md5:97eceeb196236b17998738112f37df78", "TDeVries/cub2011_dataset cub2011.py (tgz_md5)"),
+                        (
+                            "sha256:0c685df5597a8b24909f6a7c9db6d11e008733779a671760afef78feb49bf081",
+                            f"{_TFDS}url_checksums/caltech_birds2011.txt (1,150,585,339 bytes)",
+                        ),
+                    ),
                 ),
             ),
             convert=conversions.folder_holding("images"),
@@ -156,15 +162,18 @@ CATALOG: dict[str, DatasetEntry] = {
             title="Stanford Online Products (Oh Song et al., CVPR 2016)",
             homepage="https://cvgl.stanford.edu/projects/lifted_struct/",
             terms="no licence stated; images from eBay, for research",
-            size="about 2.9 GB",
+            size="3.08 GB",
             folder="Stanford_Online_Products",
             archives=(
                 Archive(
                     "Stanford_Online_Products.zip",
                     "http://ftp.cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
-                    "md5:7f73d41a2f44250d4779881525aea32e",
-                    "pytorch-metric-learning's datasets/sop.py before 2.0 (`md5`); the same value in many "
-                    "torchvision-style SOP readers (`zip_md5`)",
+                    (
+                        (
+                            "sha256:b04fa78210e69fab050ce73939550e1cd0f96890bdd98ec9fee732c3b756ef48",
+                            f"{_TFDS}url_checksums/stanford_online_products.txt (3,083,860,082 bytes)",
+                        ),
+                    ),
                 ),
             ),
             convert=conversions.folder_holding("Ebay_train.txt"),
@@ -216,20 +225,35 @@ CATALOG: dict[str, DatasetEntry] = {
             archives=(
                 Archive(
                     "train_val2018.tar.gz",
-                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/train_val2018.tar.gz",
-                    "md5:b1c6952ce38f31868cc50ea72d066cc3",
-                    "visipedia/inat_comp 2018/README.md (Data); the same value in torchvision "
-                    "datasets/inaturalist.py (DATASET_MD5)",
+                    f"{_INAT}train_val2018.tar.gz",
+                    (
+                        ("md5:b1c6952ce38f31868cc50ea72d066cc3", _INAT_README),
+                        (
+                            "sha256:276522b02b65d98ee5168a17415b2b1ec971b035bd62959e37b80b1092130495",
+                            f"{_TFDS_INAT} (127,945,569,561 bytes)",
+                        ),
+                    ),
                 ),
                 Archive(
                     "train2018.json.tar.gz",
-                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/train2018.json.tar.gz",
-                    "md5:bfa29d89d629cbf04d826a720c0a68b0",
-                    "visipedia/inat_comp 2018/README.md (Data)",
+                    f"{_INAT}train2018.json.tar.gz",
+                    (
+                        ("md5:bfa29d89d629cbf04d826a720c0a68b0", _INAT_README),
+                        (
+                            "sha256:be550dd4e2692458e508dd03e3a8d79f087453e2ad570a438a4ff198a7abc68f",
+                            f"{_TFDS_INAT} (20,951,917 bytes)",
+                        ),
+                    ),
                 ),
                 Archive(
                     "categories.json.tar.gz",
-                    "https://ml-inat-competition-datasets.s3.amazonaws.com/2018/categories.json.tar.gz",
+                    f"{_INAT}categories.json.tar.gz",
+                    (
+                        (
+                            "sha256:2287211e8da582419dc2ca66736005fdb079e0a89eaf38936a441d8277a8162e",
+                            f"{_TFDS_INAT} (139,473 bytes)",
+                        ),
+                    ),
                 ),
                 Archive("Inat_dataset_splits.zip", _SMOOTH_AP_SPLITS),
             ),
@@ -250,8 +274,8 @@ CATALOG: dict[str, DatasetEntry] = {
             folder="revisited",
             subfolder="roxford5k",
             archives=(
-                Archive("oxbuild_images.tgz", _OXFORD + "oxbuild_images.tgz", None, _REVISITOP_CODE, "jpg"),
-                Archive("gnd_roxford5k.pkl", _REVISITOP + "roxford5k/gnd_roxford5k.pkl", None, _REVISITOP_CODE),
+                Archive("oxbuild_images.tgz", _OXFORD + "oxbuild_images.tgz", into="jpg"),
+                Archive("gnd_roxford5k.pkl", _REVISITOP + "roxford5k/gnd_roxford5k.pkl"),
             ),
             convert=conversions.revisited,
             readers=_revisited("roxford5k"),
@@ -267,9 +291,9 @@ CATALOG: dict[str, DatasetEntry] = {
             folder="revisited",
             subfolder="rparis6k",
             archives=(
-                Archive("paris_1.tgz", _PARIS + "paris_1.tgz", None, _REVISITOP_CODE, "jpg"),
-                Archive("paris_2.tgz", _PARIS + "paris_2.tgz", None, _REVISITOP_CODE, "jpg"),
-                Archive("gnd_rparis6k.pkl", _REVISITOP + "rparis6k/gnd_rparis6k.pkl", None, _REVISITOP_CODE),
+                Archive("paris_1.tgz", _PARIS + "paris_1.tgz", into="jpg"),
+                Archive("paris_2.tgz", _PARIS + "paris_2.tgz", into="jpg"),
+                Archive("gnd_rparis6k.pkl", _REVISITOP + "rparis6k/gnd_rparis6k.pkl"),
             ),
             convert=conversions.revisited,
             readers=_revisited("rparis6k"),
@@ -285,9 +309,8 @@ CATALOG: dict[str, DatasetEntry] = {
             folder="revisited",
             subfolder="revisitop1m",
             archives=(
-                *(Archive(f"revisitop1m.{i}.tar.gz", f"{_R1M}jpg/revisitop1m.{i}.tar.gz", None, _REVISITOP_CODE, "jpg")
-                  for i in range(1, 101)),
-                Archive("revisitop1m.txt", f"{_R1M}revisitop1m.txt", None, _REVISITOP_CODE),
+                *_R1M_PARTS,
+                Archive("revisitop1m.txt", f"{_R1M}revisitop1m.txt"),
             ),
             convert=conversions.distractors,
             readers=(Reader("CSVDataset", None, {"csv_file": "r1m.csv"}),),

@@ -116,25 +116,25 @@ def _fetch(source: Source, cache: Path, retries: int, progress: bool) -> Path:
 
 
 def _verify(source: Source, path: Path, downloaded: bool, progress: bool) -> dict[str, Any]:
-    """The file's record entry; a digest that differs from the expected one is a :class:`UserError`."""
+    """The file's record entry; a digest that differs from an expected one is a :class:`UserError`."""
     found = digests(path, progress)
-    if source.digest is not None:
-        kind, _, value = source.digest.partition(":")
+    for digest, read_at in source.digests:
+        kind, _, value = digest.partition(":")
         if found[kind] != value:
             kept = ""
             if downloaded:
                 path.replace(path.with_name(path.name + ".rejected"))
                 kept = f" (kept as {path.name}.rejected)"
             raise UserError(
-                f"{path}{kept}: wrong digest: expected {kind} {value} ({source.digest_read_at}), got {kind} "
-                f"{found[kind]}. Nothing was unpacked. A mirror's repacked archive needs its own --sha256."
+                f"{path}{kept}: wrong digest: expected {kind} {value} ({read_at}), got {kind} {found[kind]}. Nothing "
+                "was unpacked. A mirror's repacked archive needs its own --sha256."
             )
-    else:
+    if not source.digests:
         name = source.archive.filename
         _say(f"note: no digest is published for {name}: its sha256 {found['sha256']} is recorded in {RECORD}.")
     where = source.url or str(source.path)
-    read_at = source.digest_read_at if source.digest else None
-    return {"file": source.archive.filename, "source": where, **found, "expected": source.digest, "read_at": read_at}
+    expected = {"expected": [d for d, _ in source.digests], "read_at": [r for _, r in source.digests]}
+    return {"file": source.archive.filename, "source": where, **found, **expected}
 
 
 def _existing(target: Path, entry: DatasetEntry, sources: list[Source]) -> list[str] | None:
@@ -148,8 +148,12 @@ def _existing(target: Path, entry: DatasetEntry, sources: list[Source]) -> list[
             "moved there once complete)."
         )
     # a root made from a mirror's archive (checked against a --sha256 then) is not held to the published digest
-    mirrored = {a.get("file") for a in record.get("archives") or [] if a.get("read_at") == GIVEN}
-    expected = [None if s.archive.filename in mirrored and s.digest_read_at != GIVEN else s.digest for s in sources]
+    mirrored = {a.get("file") for a in record.get("archives") or [] if GIVEN in (a.get("read_at") or [])}
+    given = [any(r == GIVEN for _, r in s.digests) for s in sources]
+    expected = [
+        [] if s.archive.filename in mirrored and not user else [d for d, _ in s.digests]
+        for s, user in zip(sources, given, strict=True)
+    ]
     if problems := record_problems(target, record, entry.name, expected):
         raise UserError(f"{target} was prepared before, but {'; '.join(problems)}: remove it to prepare it again.")
     return _layout(target, entry)

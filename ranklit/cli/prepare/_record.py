@@ -53,19 +53,18 @@ def read_record(root: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def record_problems(root: Path, record: dict[str, Any], dataset: str, expected: list[str | None]) -> list[str]:
+def record_problems(root: Path, record: dict[str, Any], dataset: str, expected: list[list[str]]) -> list[str]:
     """What the record of ``root`` contradicts: another dataset, an archive whose digest differs from ``expected``
-    (``"md5:<hex>"`` / ``"sha256:<hex>"`` per archive, ``None`` to skip), files gone, added or resized."""
+    (``"md5:<hex>"`` / ``"sha256:<hex>"`` digests per archive, none to skip it), files gone, added or resized."""
     if record.get("dataset") != dataset:
         return [f"it holds {record.get('dataset')!r}, not {dataset!r}"]
     problems = []
     archives = record.get("archives") or []
-    for digest, archive in zip(expected, archives, strict=False):
-        if digest is None:
-            continue
-        kind, _, value = digest.partition(":")
-        if archive.get(kind) != value:
-            problems.append(f"{archive.get('file')} had {kind} {archive.get(kind)}, expected {value}")
+    for digests, archive in zip(expected, archives, strict=False):
+        for digest in digests:
+            kind, _, value = digest.partition(":")
+            if archive.get(kind) != value:
+                problems.append(f"{archive.get('file')} had {kind} {archive.get(kind)}, expected {value}")
     if len(archives) != len(expected):
         problems.append(f"it was made from {len(archives)} files, the dataset has {len(expected)}")
     files, size = count_files(root)

@@ -3,7 +3,7 @@
 A ``--source`` is an address (``http://``, ``https://``, ``ftp://``, ``file://``: a mirror) or a path on disk: a file
 (an archive already downloaded) or a folder holding the files under their official names. Sources are matched to
 the dataset's files by file name, else in the catalogue's order when there are as many; the expected digest of each
-file is its ``--sha256`` (a mirror's repacked archive) or the published one.
+file is its ``--sha256`` (a mirror's repacked archive) or the published ones.
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ _SCHEMES = ("http", "https", "ftp", "file")
 
 @dataclass(frozen=True)
 class Source:
-    """One file of the dataset: the catalogue's :class:`Archive`, where it is (``url`` or ``path``) and the digest
-    expected (``"md5:<hex>"`` / ``"sha256:<hex>"`` or ``None``) with where that digest comes from."""
+    """One file of the dataset: the catalogue's :class:`Archive`, where it is (``url`` or ``path``) and the digests
+    expected (``("md5:<hex>" or "sha256:<hex>", where it comes from)``; empty when none is known)."""
 
     archive: Archive
     url: str | None
     path: Path | None
-    digest: str | None
-    digest_read_at: str
+    digests: tuple[tuple[str, str], ...]
 
 
 def _name(source: str) -> str:
@@ -91,8 +90,6 @@ def resolve_sources(entry: DatasetEntry, given: list[str], sha256: list[str], ro
     sources = []
     for archive, (place, position) in zip(entry.archives, places, strict=True):
         url, path = _place(place)
-        digest, read_at = archive.digest, archive.digest_read_at
-        if sha256:
-            digest, read_at = f"sha256:{sha256[position].lower()}", GIVEN
-        sources.append(Source(archive, url, path, digest, read_at))
+        expected = ((f"sha256:{sha256[position].lower()}", GIVEN),) if sha256 else archive.digests
+        sources.append(Source(archive, url, path, expected))
     return sources

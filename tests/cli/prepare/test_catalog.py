@@ -19,15 +19,15 @@ def test_the_datasets_page_gives_every_dataset_and_every_published_digest_with_w
         assert f"`{entry.name}`" in _PAGE, entry.name
         assert entry.homepage in _PAGE, entry.homepage
         for archive in entry.archives:
-            if archive.digest is not None:
-                kind, _, value = archive.digest.partition(":")
+            for digest, read_at in archive.digests:
+                kind, _, value = digest.partition(":")
                 row = next(line for line in _PAGE.splitlines() if value in line)
                 assert f"{kind} `{value}`" in row and f"`{archive.filename}`" in row
-                assert archive.digest_read_at.split(" ")[0] in row, archive.filename
+                assert read_at.split(" ")[0] in row, archive.filename
 
 
 def test_published_digests_are_well_formed() -> None:
-    digests = [a.digest for e in CATALOG.values() for a in e.archives if a.digest is not None]
+    digests = [d for e in CATALOG.values() for a in e.archives for d, _ in a.digests]
     assert digests and all(re.fullmatch(r"md5:[0-9a-f]{32}|sha256:[0-9a-f]{64}", d) for d in digests)
 
 

@@ -35,7 +35,7 @@ def test_a_wrong_digest_names_both_and_unpacks_nothing(tmp_path, capsys, cub_ser
 def test_the_published_digest_is_checked_and_named_with_where_it_was_read(tmp_path, capsys, cub_served) -> None:
     served, _ = cub_served  # the miniature is not the official archive: its md5 differs from the published one
     code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--source", f"{served.url}/CUB_200_2011.tgz")
-    assert code == 2 and "expected md5 97eceeb196236b17998738112f37df78 (TDeVries/cub2011_dataset" in err
+    assert code == 2 and "expected md5 97eceeb196236b17998738112f37df78 (TDeVries/cub2011_dataset cub2011.py" in err
 
 
 def _hostile_tars(escape: Path) -> dict[str, bytes]:
