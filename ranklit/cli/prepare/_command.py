@@ -36,8 +36,12 @@ __all__ = ["main", "prepare"]
 
 
 def _epilog() -> str:
-    rows = [f"  {e.name:<13} {e.size:<38} {e.homepage}\n  {'':<13} terms: {e.terms}" for e in CATALOG.values()]
-    return "datasets (NAME, download size, source, terms):\n" + "\n".join(rows) + "\n\nSee docs/datasets.md."
+    rows = [
+        f"  {e.name:<13} {e.title}\n  {'':<13} {e.size}; {e.homepage}\n  {'':<13} terms: {e.terms}\n"
+        f"  {'':<13} e.g. --root data/{e.folder}"
+        for e in CATALOG.values()
+    ]
+    return "datasets (NAME, title, download size, source, terms):\n" + "\n".join(rows) + "\n\nSee docs/datasets.md."
 
 
 def _parser() -> argparse.ArgumentParser:
