@@ -1,6 +1,7 @@
 """``ranklit data prepare NAME --root DIR``: every benchmark dataset ranklit reads, in one command.
 
-- :mod:`~ranklit.cli.prepare._catalog` — the datasets, their files, official digests (and where each was read), terms.
+- :mod:`~ranklit.cli.prepare._catalog` — the datasets, their files, official digests (and where each was read), terms
+  (the fields: :mod:`~ranklit.cli.prepare._entries`).
 - :mod:`~ranklit.cli.prepare._sources` — the files' addresses, or the ``--source`` / ``--sha256`` given.
 - :mod:`~ranklit.cli.prepare._download` — resumable HTTP downloads (``Range``, retries, ``*.part``, disk space).
 - :mod:`~ranklit.cli.prepare._extraction` — tar / zip unpacking that refuses entries landing outside.

@@ -25,8 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ranklit.cli.prepare._catalog import CATALOG, DatasetEntry
+from ranklit.cli.prepare._catalog import CATALOG
 from ranklit.cli.prepare._download import check_space, digests, download, human
+from ranklit.cli.prepare._entries import DatasetEntry
 from ranklit.cli.prepare._extraction import unpack
 from ranklit.cli.prepare._record import RECORD, read_record, record_problems, write_record
 from ranklit.cli.prepare._sources import GIVEN, Source, resolve_sources
