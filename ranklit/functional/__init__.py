@@ -8,16 +8,14 @@ machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``
 ``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``.
 """
 
-from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
-from ranklit.functional.blackbox import blackbox_ap_loss
-from ranklit.functional.hap import HAPOptions, hap_loss, hap_surrogate
-from ranklit.functional.landmarks import revisited_map
-from ranklit.functional.metrics import retrieval_metrics
-from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
-from ranklit.functional.proxies import cluster_loss, csl_loss
-from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
-from ranklit.functional.triplet import triplet_loss
-from ranklit.functional.whitening import learn_whitening
+from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
+from ranklit.functional._blackbox import blackbox_ap_loss
+from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
+from ranklit.functional._metrics import retrieval_metrics
+from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
+from ranklit.functional._proxies import cluster_loss, csl_loss
+from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
+from ranklit.functional._triplet import triplet_loss
 
 __all__ = [
     # losses
@@ -37,7 +35,4 @@ __all__ = [
     "triplet_loss",
     # metrics
     "retrieval_metrics",
-    "revisited_map",
-    # test-time descriptors
-    "learn_whitening",
 ]

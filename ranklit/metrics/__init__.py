@@ -1,7 +1,6 @@
 """Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import)."""
 
-from ranklit.metrics.decomposability import DecomposabilityGap, decomposability_gap
-from ranklit.metrics.retrieval import RetrievalMetrics
-from ranklit.metrics.revisited import RevisitedMetrics
+from ranklit.metrics._decomposability import DecomposabilityGap, decomposability_gap
+from ranklit.metrics._retrieval import RetrievalMetrics
 
-__all__ = ["DecomposabilityGap", "RetrievalMetrics", "RevisitedMetrics", "decomposability_gap"]
+__all__ = ["DecomposabilityGap", "RetrievalMetrics", "decomposability_gap"]

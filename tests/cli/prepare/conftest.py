@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.cli.prepare import _download as download
+from ranklit.cli._prepare import _download as download
 from tests.cli.prepare.archives import MINIATURES
 from tests.cli.prepare.server import Served, serving
 

@@ -24,7 +24,7 @@ def source_args(served: Served, files: dict[str, bytes]) -> list[str]:
 
 def prepare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """``ranklit data prepare ARGS`` in this process: exit code, stdout, stderr."""
-    from ranklit.cli.app import main
+    from ranklit.cli import main
 
     try:
         main(["data", "prepare", *args])

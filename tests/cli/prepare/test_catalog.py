@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from ranklit.cli.prepare import CATALOG
-from ranklit.cli.prepare._command import _parser
+from ranklit.cli._prepare import CATALOG
+from ranklit.cli._prepare._command import _parser
 
 _REPO = Path(__file__).resolve().parents[3]
 _PAGE = (_REPO / "docs" / "datasets.md").read_text()
@@ -32,7 +32,7 @@ def test_published_digests_are_well_formed() -> None:
 
 
 def test_every_shipped_config_on_a_catalogued_dataset_is_listed_with_it() -> None:
-    readers = {reader.cls for entry in CATALOG.values() for reader in entry.readers} - {"CSVDataset"}
+    readers = {reader.cls.rsplit(".", 1)[-1] for entry in CATALOG.values() for reader in entry.readers} - {"CSVDataset"}
     listed = {config for entry in CATALOG.values() for config in entry.configs}
     for config in sorted((_REPO / "configs").glob("*.yaml")):
         data = yaml.safe_load(config.read_text()).get("data") or {}

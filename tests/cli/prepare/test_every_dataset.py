@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ranklit.cli.app import main
-from ranklit.cli.config_files import resolve_config_paths
-from ranklit.cli.prepare import CATALOG
+from ranklit.cli import main
+from ranklit.cli._config_files import resolve_config_paths
+from ranklit.cli._prepare import CATALOG
 from tests.cli.prepare.archives import MINIATURES, tree
 from tests.cli.prepare.helpers import sha256, source_args
 from tests.cli.prepare.server import Served, serving

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.cli.prepare import _command as command
+from ranklit.cli._prepare import _command as command
 from tests.cli.prepare.archives import MINIATURES, tar, zip_
 from tests.cli.prepare.helpers import outside, prepare, sha256, source_args
 

@@ -1,0 +1,48 @@
+"""ROADMAP's calibration loss as a module."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from ranklit.functional._pair_losses import calibration_loss, check_margins, check_reduction
+from ranklit.functional.inputs import RetrievalInputs
+from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
+
+__all__ = ["CalibrationLoss"]
+
+
+class CalibrationLoss(BinaryRetrievalLoss):
+    """Calibration loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 7): positives above ``alpha``, negatives below
+    ``beta``, each term averaged per query, then over the queries with a positive.
+
+    See :func:`ranklit.functional.calibration_loss`. ``reduction="batch_active"`` reproduces the authors' released
+    ROADMAP code (pytorch-metric-learning's ``ContrastiveLoss`` with ``AvgNonZeroReducer``: the positive and the
+    negative hinge terms each averaged over the active pairs of the whole batch, then added; a batch without any
+    positive pair gives the negative term, where ``"query"`` raises). Embeddings are
+    L2-normalised first unless ``normalize=False``. The query is never paired with itself. Time and memory ``O(B N)``.
+
+    Args:
+        alpha: positive threshold (0.9).
+        beta: negative threshold (0.6), at most ``alpha``.
+        reduction: ``"query"`` (the paper's formula, default) or ``"batch_active"`` (the authors' code).
+        normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+
+    Example:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> emb, labels = torch.randn(8, 4), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+        >>> round(CalibrationLoss()(emb, labels).item(), 4)
+        1.0019
+    """
+
+    def __init__(self, alpha: float = 0.9, beta: float = 0.6, reduction: str = "query", normalize: bool = True) -> None:
+        super().__init__(normalize=normalize)
+        check_margins("alpha", alpha, "beta", beta)
+        self.alpha, self.beta, self.reduction = float(alpha), float(beta), check_reduction(reduction)
+
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        # "batch_active" is defined without any positive pair (the released code returns the negative term)
+        return self.binary_loss(scores, binary_positives(inputs, valid, require=self.reduction == "query"), valid)
+
+    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
+        return calibration_loss(scores, positives, valid, alpha=self.alpha, beta=self.beta, reduction=self.reduction)
