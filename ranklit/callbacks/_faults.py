@@ -39,9 +39,9 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
 from ranklit.checks import positive_int
-from ranklit.compat.lightning import batch_progress
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite"]

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from ranklit.compat.lightning import attached_trainer
+from ranklit._compat.lightning import attached_trainer
 from ranklit.functional.inputs import check_flag
 from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss

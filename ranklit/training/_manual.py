@@ -29,7 +29,7 @@ import lightning as L
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
-from ranklit.compat.lightning import skip_ddp_gradient_sync
+from ranklit._compat.lightning import skip_ddp_gradient_sync
 from ranklit.training._distributed import average_gradients, is_distributed
 
 __all__ = ["prepare_ddp", "manual_optimization_step", "step_lr_schedulers"]
