@@ -150,3 +150,21 @@ def test_resume_saves_and_restores_the_cuda_random_states(monkeypatch, tmp_path)
     assert len(restored) == 1
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # CUDA present but never used: nothing saved
     assert "cuda" not in random_states()
+
+
+def test_losses_and_metrics_turn_a_cuda_autocast_off_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``bf16-mixed`` on a GPU the autocast that is on is CUDA's: ``autocast_off`` must leave that one."""
+    from ranklit.functional import _precision
+
+    entered: list[tuple[str, bool]] = []
+    real_autocast = torch.autocast
+
+    def recording_autocast(device_type: str, *args: Any, **kwargs: Any) -> Any:
+        entered.append((device_type, kwargs.get("enabled", True)))
+        return real_autocast("cpu", enabled=kwargs.get("enabled", True))
+
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type="cuda": device_type == "cuda")
+    monkeypatch.setattr(torch, "autocast", recording_autocast)
+    with _precision.autocast_off():
+        pass
+    assert entered == [("cuda", False)]
