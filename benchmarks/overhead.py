@@ -175,7 +175,7 @@ def _ms(seconds: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=30, help="timed training steps per round")
+    parser.add_argument("--steps", type=int, default=30, help="timed training steps per round (warm-up + steps < 200)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--compile", action="store_true", help="also time ranklit's step with model.compile: true")
