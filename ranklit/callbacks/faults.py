@@ -40,7 +40,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from ranklit.callbacks.checkpoints import flush_loggers, use_atomic_writes
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.compat.lightning import batch_progress
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
@@ -78,7 +78,7 @@ class FaultTolerance(OnExceptionCheckpoint):
         check_every_n_steps: int = 1,
     ) -> None:
         super().__init__(dirpath, filename)
-        positive_int(check_every_n_steps, "check_every_n_steps")
+        check_positive_int("check_every_n_steps", check_every_n_steps)
         self.check_every_n_steps = check_every_n_steps
         self._first_step: int | None = None  # the global step this `fit` started training from
 

@@ -21,20 +21,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_int_at_least
 from ranklit.functional.loss_utils import check_score_masks, query_mean, require_positive_queries
 
-__all__ = ["fastap_loss", "softbin_ap_loss", "check_num_bins"]
-
-
-def check_num_bins(name: str, value: int, minimum: int) -> int:
-    """Raise ``ValueError`` unless ``value`` is an int ``>= minimum``.
-
-    >>> check_num_bins("num_bins", 10, 1)
-    10
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}.")
-    return value
+__all__ = ["fastap_loss", "softbin_ap_loss"]
 
 
 def fastap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, *, num_bins: int = 10) -> Tensor:
@@ -59,7 +49,7 @@ def fastap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, 
         >>> round(fastap_loss(s, torch.tensor([[True, False, True]])).item(), 4)
         0.0
     """
-    num_bins = check_num_bins("num_bins", num_bins, 1)
+    num_bins = check_int_at_least("num_bins", num_bins, 1)
     per_query, has_positive = _binned_ap(2.0 - 2.0 * scores, 0.0, 4.0 / num_bins, num_bins + 1, positives, valid, False)
     return 1.0 - query_mean(per_query, has_positive)
 
@@ -100,7 +90,7 @@ def softbin_ap_loss(
         >>> round(softbin_ap_loss(s, torch.tensor([[True, False, True]])).item(), 4)
         0.0
     """
-    num_bins = check_num_bins("num_bins", num_bins, 2)
+    num_bins = check_int_at_least("num_bins", num_bins, 2)
     per_query, has_positive = _binned_ap(scores, 1.0, -2.0 / (num_bins - 1), num_bins, positives, valid, tie_aware)
     if query_classes is None:
         return 1.0 - query_mean(per_query, has_positive)

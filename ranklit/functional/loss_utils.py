@@ -14,7 +14,7 @@ from typing import cast
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_chunk_size
+from ranklit._checks import check_chunk_size, check_in_range
 from ranklit.functional.ranking import default_chunk_size
 
 __all__ = [
@@ -22,10 +22,7 @@ __all__ = [
     "check_score_masks",
     "require_positive_queries",
     "query_mean",
-    "check_positive",
-    "check_in_range",
     "resolve_chunk_size",
-    "check_chunk_size",
 ]
 
 _NO_POSITIVE = (
@@ -79,28 +76,6 @@ def query_mean(values: Tensor, keep: Tensor) -> Tensor:
     return torch.where(keep, values, torch.zeros_like(values)).sum() / keep.sum().clamp(min=1)
 
 
-def check_positive(name: str, value: float) -> float:
-    """Raise ``ValueError`` unless ``value`` is a finite number ``> 0``.
-
-    >>> check_positive("tau", 0.01)
-    0.01
-    """
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}.")
-    return float(value)
-
-
-def check_in_range(name: str, value: float, low: float, high: float) -> float:
-    """Raise ``ValueError`` unless ``low <= value <= high``.
-
-    >>> check_in_range("lam", 0.5, 0.0, 1.0)
-    0.5
-    """
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"`{name}` must be a number in [{low}, {high}], got {value!r}.")
-    return float(value)
-
-
 def check_offset(offset: float | None) -> float | None:
     """``None`` or a finite number >= 0: the value of SupAP's ``H^-`` just after ``delta`` ([spec §2][spec-losses]).
 
@@ -118,7 +93,7 @@ def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int,
     """
     if chunk_size is None:
         return default_chunk_size(num_queries, row_width, num_refs)
-    return cast(int, check_chunk_size(chunk_size))
+    return cast(int, check_chunk_size("chunk_size", chunk_size))
 
 
 def _describe(value: object) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_chunk_size
 from ranklit.functional._metric_options import (
     AVERAGES,
     check_average,
@@ -44,7 +45,6 @@ from ranklit.functional.hierarchical_metrics import (
     rank_relevant_items,
 )
 from ranklit.functional.inputs import (
-    check_chunk_size,
     check_distinct_ids,
     check_hierarchy,
     levels_between,
@@ -205,7 +205,7 @@ def retrieval_metric_tensors(
     """
     cutoffs = {"recall_at": check_recall_at(recall_at), "ndcg_at": check_cutoffs(ndcg_at, "ndcg_at")}
     ties, average = check_ties(ties), check_average(average)
-    check_chunk_size(chunk_size)
+    check_chunk_size("chunk_size", chunk_size)
     x = prepare_inputs(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
         normalize=normalize,

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_positive
+from ranklit._checks import check_positive
 
 __all__ = ["check_class_ids", "cluster_loss", "csl_loss"]
 

@@ -89,7 +89,7 @@ class SupAPOptions:
         """Every field's validated value (a subclass adds its own fields')."""
         positive = {name: check_positive(name, getattr(self, name)) for name in ("tau", "rho", "delta")}
         return positive | {
-            "chunk_size": check_chunk_size(self.chunk_size),
+            "chunk_size": check_chunk_size("chunk_size", self.chunk_size),
             "offset": check_offset(self.offset),
             "start": check_in_range("start", self.start, 0.0, math.inf),
         }

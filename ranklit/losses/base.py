@@ -77,7 +77,7 @@ class EmbeddingLoss(nn.Module):
 
     def __init__(self, *, normalize: bool = True) -> None:
         super().__init__()
-        self.normalize = check_flag(normalize, "normalize")
+        self.normalize = check_flag("normalize", normalize)
 
     def forward(
         self,
@@ -141,7 +141,7 @@ class RetrievalLoss(EmbeddingLoss):
 
     def __init__(self, *, normalize: bool = True, include_self: bool = False) -> None:
         super().__init__(normalize=normalize)
-        self.include_self = check_flag(include_self, "include_self")
+        self.include_self = check_flag("include_self", include_self)
 
     def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
         """The ``[Q, N]`` scores ``queries @ refs.T`` and ranking mask, handed to :meth:`retrieval_loss`."""

@@ -37,7 +37,7 @@ class FastAPLoss(BinaryRetrievalLoss):
 
     def __init__(self, num_bins: int = 10, normalize: bool = True, include_self: bool = False) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.num_bins = check_num_bins("num_bins", num_bins, 1)
+        self.num_bins = check_int_at_least("num_bins", num_bins, 1)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         return fastap_loss(scores, positives, valid, num_bins=self.num_bins)
@@ -78,7 +78,7 @@ class SoftBinAPLoss(RetrievalLoss):
         include_self: bool = False,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.num_bins = check_num_bins("num_bins", num_bins, 2)
+        self.num_bins = check_int_at_least("num_bins", num_bins, 2)
         self.tie_aware, self.class_balanced = bool(tie_aware), bool(class_balanced)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.loss_utils import check_positive
 from ranklit.functional.proxies import check_class_ids, cluster_loss
@@ -23,7 +23,7 @@ def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
     torch.Size([3, 4])
     """
     for name, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
-        positive_int(value, name)
+        check_positive_int(name, value)
     bound = 1.0 / math.sqrt(embedding_dim)
     return nn.Parameter(torch.empty(num_classes, embedding_dim).uniform_(-bound, bound))
 

@@ -74,7 +74,7 @@ class TripletLoss(RetrievalLoss):
         super().__init__(normalize=normalize)
         self.margin, self.cutoff = check_positive("margin", margin), check_positive("cutoff", cutoff)
         self.mining = check_mining(mining)
-        self.chunk_size = check_chunk_size(chunk_size)
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return triplet_loss(

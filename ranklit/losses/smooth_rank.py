@@ -45,7 +45,7 @@ class SmoothAPLoss(BinaryRetrievalLoss):
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.tau = check_positive("tau", tau)
-        self.chunk_size = check_chunk_size(chunk_size)
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
 
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         return smooth_ap_loss(scores, positives, valid, tau=self.tau, chunk_size=self.chunk_size)

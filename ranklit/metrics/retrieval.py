@@ -16,13 +16,12 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ranklit._checks import check_chunk_size, check_flag
 from ranklit.compat.torchmetrics import metric_is_synced, synced_states
 from ranklit.functional._sharding import distributed_shard
 from ranklit.functional.inputs import (
-    check_chunk_size,
     check_distinct_ids,
     check_embeddings,
-    check_flag,
     check_ids,
     check_labels,
 )
@@ -143,8 +142,8 @@ class RetrievalMetrics(Metric):
         if alpha < 0:
             raise ValueError(f"`alpha` must be >= 0, got {alpha}.")
         self.alpha = alpha
-        self.chunk_size = check_chunk_size(chunk_size)
-        self.normalize = check_flag(normalize, "normalize")
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
+        self.normalize = check_flag("normalize", normalize)
         self.add_state("embeddings", default=[], dist_reduce_fx="cat")
         self.add_state("labels", default=[], dist_reduce_fx="cat")
         self.add_state("ids", default=[], dist_reduce_fx="cat")
