@@ -39,8 +39,8 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
-from ranklit.callbacks.checkpoints import flush_loggers, use_atomic_writes
 from ranklit._checks import check_positive_int
+from ranklit.callbacks.checkpoints import flush_loggers, use_atomic_writes
 from ranklit.compat.lightning import batch_progress
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 

@@ -15,6 +15,14 @@ from ranklit.functional.landmarks import revisited_map
 from ranklit.functional.metrics import retrieval_metrics
 from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional.proxies import cluster_loss, csl_loss
+from ranklit.functional.reducers import (
+    ActiveReducer,
+    ClassBalancedReducer,
+    MeanReducer,
+    NoReducer,
+    Reducer,
+    get_reducer,
+)
 from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional.triplet import triplet_loss
 from ranklit.functional.whitening import learn_whitening
@@ -35,6 +43,13 @@ __all__ = [
     "cluster_loss",
     "csl_loss",
     "triplet_loss",
+    # reducers (per-query terms -> the loss)
+    "Reducer",
+    "MeanReducer",
+    "ClassBalancedReducer",
+    "ActiveReducer",
+    "NoReducer",
+    "get_reducer",
     # metrics
     "retrieval_metrics",
     "revisited_map",

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit._checks import check_in_range, check_positive
 from ranklit.functional.blackbox import blackbox_ap_loss
-from ranklit.functional.loss_utils import check_in_range, check_positive
-from ranklit.losses.base import BinaryRetrievalLoss
+from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.reducers import Reducer
+from ranklit.losses._registry import register_loss
+from ranklit.losses.base import BinaryRetrievalLoss, binary_positives, checked_reducer
 
 __all__ = ["BlackBoxAPLoss"]
 
 
+@register_loss(
+    summary="1 − AP, blackbox differentiation of the ranking", paper="Rolínek et al., CVPR 2020", random=True, ap=True
+)
 class BlackBoxAPLoss(BinaryRetrievalLoss):
     """``1 - mAP`` from exact, sort-based ranks, differentiated as a blackbox (Rolínek et al., CVPR 2020).
 
@@ -22,6 +28,8 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
     Args:
         lam: blackbox interpolation strength ``lambda`` (4).
         margin: scale of the random training margin (0.02).
+        reducer: what the per-query terms ``1 - AP_q`` go to: ``"mean"`` (default), ``"class_balanced"``,
+            ``"active"``, ``"none"`` or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
 
     Example:
@@ -32,11 +40,16 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
         0.7509
     """
 
-    def __init__(self, lam: float = 4.0, margin: float = 0.02, normalize: bool = True) -> None:
+    def __init__(
+        self, lam: float = 4.0, margin: float = 0.02, reducer: str | Reducer = "mean", normalize: bool = True
+    ) -> None:
         super().__init__(normalize=normalize)
         self.lam = check_positive("lam", lam)
         self.margin = check_in_range("margin", margin, 0.0, 2.0)
+        self.reducer = checked_reducer(reducer)
 
-    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        margin = self.margin if self.training else 0.0
-        return blackbox_ap_loss(scores, positives, valid, lam=self.lam, margin=margin)
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        return blackbox_ap_loss(
+            scores, binary_positives(inputs, valid), valid, lam=self.lam, margin=self.margin if self.training else 0.0,
+            reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
+        )  # fmt: skip
