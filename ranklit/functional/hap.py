@@ -70,7 +70,7 @@ class HAPOptions(SupAPOptions):
         >>> HAPOptions(gamma=2.0)
         Traceback (most recent call last):
         ...
-        ValueError: `gamma` must be a number in [0.0, 1.0], got 2.0.
+        ranklit.errors.UserError: `gamma` must be a number in [0.0, 1.0], got 2.0.
     """
 
     alpha: float = 1.0

@@ -69,7 +69,7 @@ class SupAPOptions:
         >>> SupAPOptions(delta=0.0)
         Traceback (most recent call last):
         ...
-        ValueError: `delta` must be a finite number > 0, got 0.0.
+        ranklit.errors.UserError: `delta` must be a finite number > 0, got 0.0.
     """
 
     tau: float = 0.01
