@@ -92,7 +92,7 @@ def test_every_reducer_on_every_loss_that_takes_one(name: str, reducer: str) -> 
 
 @pytest.mark.parametrize("name", sorted(REDUCIBLE_LOSSES))
 def test_reducers_agree_with_the_per_query_terms(name: str) -> None:
-    """"mean", "class_balanced" and "active" are the means, over the queries that count, of the "none" terms."""
+    """ "mean", "class_balanced" and "active" are the means, over the queries that count, of the "none" terms."""
     emb, labels = _batch(1)
     torch.manual_seed(0)
     terms = _make(name, "none")(emb, labels).detach()

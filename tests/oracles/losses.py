@@ -297,3 +297,25 @@ def supap_terms(*args, tau=0.01, rho=100.0, delta=0.05):
         return 1.0 - total / len(pos)
 
     return _query_terms(args, term)
+
+
+def _fine(labels: Tensor) -> Tensor:
+    return labels[:, 0]
+
+
+# the registered losses' oracles (tests/losses/test_raw_inputs.py): oracle(module, unit-norm embeddings, [B, 2] labels)
+RAW_ORACLES = {
+    "SmoothAPLoss": lambda m, e, y: smooth_ap(e, _fine(y)),
+    "SupAPLoss": lambda m, e, y: supap(e, _fine(y)),
+    "CalibrationLoss": lambda m, e, y: calibration(e, _fine(y)),
+    "ROADMAPLoss": lambda m, e, y: roadmap(e, _fine(y)),
+    "FastAPLoss": lambda m, e, y: fastap(e, _fine(y)),
+    "SoftBinAPLoss": lambda m, e, y: softbin(e, _fine(y)),
+    "SoftBinAPLoss_options": lambda m, e, y: softbin(e, _fine(y), tie_aware=True, class_balanced=True),
+    "BlackBoxAPLoss": lambda m, e, y: blackbox_ap(e, _fine(y)),
+    "ContrastiveLoss": lambda m, e, y: contrastive(e, _fine(y)),
+    "TripletLoss": lambda m, e, y: triplet_semihard(e, _fine(y)),
+    "NormSoftmaxLoss": lambda m, e, y: proxy_softmax(e, y, m.proxies, 0.05),
+    "ProxyNCAPPLoss": lambda m, e, y: proxy_softmax(e, y, m.proxies, 1 / 9, squared_distance=True),
+    "LevelSumLoss": lambda m, e, y: supap(e, y[:, 0]) + supap(e, y[:, 1]),
+}
