@@ -1,7 +1,14 @@
-"""Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import)."""
+"""Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import).
 
-from ranklit.metrics.decomposability import DecomposabilityGap, decomposability_gap
-from ranklit.metrics.retrieval import RetrievalMetrics
-from ranklit.metrics.revisited import RevisitedMetrics
+Each class is declared with ``@register_metric`` (:mod:`ranklit.metrics._registry`): that declaration fills
+``__all__`` and :func:`list_metrics`; the binary metrics they compute are declared once in
+:data:`ranklit.functional.binary_metrics.BINARY_METRICS` (``list_metrics(keys=True)``).
+"""
 
-__all__ = ["DecomposabilityGap", "RetrievalMetrics", "RevisitedMetrics", "decomposability_gap"]
+from ranklit.metrics._registry import list_metrics, register_metric
+from ranklit.metrics.decomposability import DecomposabilityGap as DecomposabilityGap
+from ranklit.metrics.decomposability import decomposability_gap
+from ranklit.metrics.retrieval import RetrievalMetrics as RetrievalMetrics
+from ranklit.metrics.revisited import RevisitedMetrics as RevisitedMetrics
+
+__all__ = [*list_metrics(), "decomposability_gap", "list_metrics", "register_metric"]

@@ -33,12 +33,14 @@ from ranklit.functional.metrics import (
     retrieval_metric_tensors,
 )
 from ranklit.functional.ties import check_ties
+from ranklit.metrics._registry import register_metric
 
 __all__ = ["RetrievalMetrics"]
 
 _MIXED_IDS = "`ids` were given in some `update` calls and not in others: pass them in every call or in none."
 
 
+@register_metric
 class RetrievalMetrics(Metric):
     """mAP, mAP@R, P@1, Recall@k, R-precision, MRR, NDCG@k (and H-AP, ASI, NDCG, per-level metrics with ``[N, L]``
     labels) over everything seen; the keys and definitions of :func:`ranklit.functional.retrieval_metrics`.

@@ -22,6 +22,7 @@ from ranklit.functional.inputs import check_embeddings, check_ids
 from ranklit.functional.landmarks import PROTOCOLS, revisited_map
 from ranklit.functional.postprocess import PostProcessStep, apply_postprocess
 from ranklit.functional.ties import check_ties
+from ranklit.metrics._registry import register_metric
 
 __all__ = ["RevisitedMetrics"]
 
@@ -33,6 +34,7 @@ class _Benchmark(Protocol):
     gnd: list[dict[str, list[int]]]
 
 
+@register_metric
 class RevisitedMetrics(Metric):
     """Easy / Medium / Hard mAP and mP@k of each benchmark of a :class:`ranklit.data.RevisitedTestSet`.
 
