@@ -31,10 +31,11 @@ def list_metrics(*, keys: bool = False) -> list[str]:
     evaluation computes, as the result keys of :data:`~ranklit.functional.binary_metrics.BINARY_METRICS` (``{k}``:
     one key per cut-off, e.g. ``recall_at_{k}`` gives ``recall_at_1``, ``recall_at_2``, ...), in table order.
 
-    >>> list_metrics(keys=True)[:3]
-    ['map', 'map_at_r', 'precision_at_1']
-    >>> "RetrievalMetrics" in list_metrics()
-    True
+    Example:
+        >>> list_metrics(keys=True)[:3]
+        ['map', 'map_at_r', 'precision_at_1']
+        >>> "RetrievalMetrics" in list_metrics()
+        True
     """
     if keys:
         return [metric.key for metric in BINARY_METRICS]
