@@ -3,6 +3,9 @@ SupAP and per-query Smooth-AP, and every reducer on every loss of the registry t
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import torch
 from torch import Tensor
@@ -164,3 +167,17 @@ def test_per_query_loss_of_a_batch_without_positive_for_some_queries() -> None:
     terms = SupAPLoss(reducer="none")(emb, labels)
     (grad,) = torch.autograd.grad(terms[10] + terms[11], emb)
     assert terms[10].item() == terms[11].item() == 0.0 and torch.count_nonzero(grad) == 0
+
+
+def test_the_reducer_of_docs_extending_runs() -> None:
+    """The example reducer of docs/extending.md: the mean of the worst quarter of the per-query terms."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "extending.md").read_text(encoding="utf-8")
+    section = text.split("## A reducer", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert code is not None, "the reducer section of docs/extending.md lost its example"
+    names: dict = {}
+    exec(code.group(1), names)
+    emb, labels = _batch(6)
+    terms = SupAPLoss(reducer="none")(emb, labels)[:10]  # queries 10 and 11 have no positive
+    expected = terms.topk(10 // 4).values.mean()
+    torch.testing.assert_close(SupAPLoss(reducer=names["WorstQuartile"]())(emb, labels), expected)
