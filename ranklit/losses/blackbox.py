@@ -23,7 +23,7 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
     In training mode the scores get a random margin ``margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives
     raised) before ranking; in eval mode the loss is exactly ``1 - mAP``. See
     :func:`ranklit.functional.blackbox_ap_loss`. Positives share the finest label; the query is excluded from its own
-    ranking; embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B N log N)``, memory ``O(B N)``.
+    ranking unless ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B N log N)``, memory ``O(B N)``.
 
     Args:
         lam: blackbox interpolation strength ``lambda`` (4).
@@ -31,6 +31,7 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
         reducer: what the per-query terms ``1 - AP_q`` go to: ``"mean"`` (default), ``"class_balanced"``,
             ``"active"``, ``"none"`` or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
+        include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
 
     Example:
         >>> import torch
@@ -41,9 +42,14 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
     """
 
     def __init__(
-        self, lam: float = 4.0, margin: float = 0.02, reducer: str | Reducer = "mean", normalize: bool = True
+        self,
+        lam: float = 4.0,
+        margin: float = 0.02,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__(normalize=normalize)
+        super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_positive("lam", lam)
         self.margin = check_in_range("margin", margin, 0.0, 2.0)
         self.reducer = checked_reducer(reducer)

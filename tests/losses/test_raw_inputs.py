@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torch.nn.functional import normalize
 
-from ranklit.losses import CalibrationLoss, HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
+from ranklit.losses import BlackBoxAPLoss, CalibrationLoss, HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
 from tests.losses.registry import DIM, NUM_CLASSES, REGISTRY
 from tests.oracles import hierarchical_losses as hier
 from tests.oracles import losses as oracle
@@ -78,6 +78,7 @@ def test_normalize_false_uses_raw_dot_products(make) -> None:
     [
         (SmoothAPLoss(include_self=True), oracle.smooth_ap),
         (SupAPLoss(include_self=True), oracle.supap),
+        (BlackBoxAPLoss(include_self=True).eval(), oracle.blackbox_ap),
         (HAPLoss(include_self=True), lambda e, y, *refs: hier.hap_loss(e, y, ref_embeddings=e, ref_labels=y)),
     ],
 )
