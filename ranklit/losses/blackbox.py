@@ -23,7 +23,8 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
     In training mode the scores get a random margin ``margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives
     raised) before ranking; in eval mode the loss is exactly ``1 - mAP``. See
     :func:`ranklit.functional.blackbox_ap_loss`. Positives share the finest label; the query is excluded from its own
-    ranking unless ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. Time ``O(B N log N)``, memory ``O(B N)``.
+    ranking unless ``include_self=True``; embeddings are L2-normalised first unless ``normalize=False``. Time
+    ``O(B N log N)``, memory ``O(B N)``.
 
     Args:
         lam: blackbox interpolation strength ``lambda`` (4).
