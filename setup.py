@@ -1,5 +1,5 @@
 """Packaging beside pyproject.toml: the repository's top-level ``configs/`` ships inside the wheel as
-``ranklit/configs`` (``ranklit.cli.config_files.config_dir`` finds them there after ``pip install ranklit``)."""
+``ranklit/configs`` (``ranklit.cli._config_files.config_dir`` finds them there after ``pip install ranklit``)."""
 
 from setuptools import find_packages, setup
 

@@ -15,13 +15,9 @@ Sub-packages (import what you need; ``ranklit.losses`` and ``ranklit.metrics`` d
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ranklit import _moved
-
 try:
     __version__ = version("ranklit")  # the one version string lives in pyproject.toml
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
-
-_moved.install()  # the import paths that moved in 0.2.0 keep working until 0.3.0, with a DeprecationWarning
 
 __all__ = ["__version__"]

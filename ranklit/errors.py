@@ -2,7 +2,7 @@
 
 Library code raises :class:`UserError` (a ``ValueError``) where the fix is the user's to make in a config or in the
 data files, with a message that says what is wrong, where (file and line, config key) and what to do. The ``ranklit``
-command line prints such errors in a few lines and exits with code 2 (:mod:`ranklit.cli.error_surface`); everything else
+command line prints such errors in a few lines and exits with code 2 (`ranklit.cli`); everything else
 keeps its traceback.
 """
 

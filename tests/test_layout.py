@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
-HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit.revisited_protocols", "ranklit._moved"}
+HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation"}
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 
 
@@ -55,8 +55,8 @@ def _offending(modules: str, allowed: object) -> list[str]:
 
 
 def test_the_checks_see_the_whole_package() -> None:
-    assert {"ranklit.cli.app", "ranklit.callbacks.resume", "ranklit.functional.metrics"} <= set(SOURCES)
-    assert "ranklit.cli.app" in SOURCES["ranklit.cli"]  # `from ranklit.cli.app import ...` is seen
+    assert {"ranklit.cli._app", "ranklit.callbacks._resume", "ranklit.functional._metrics"} <= set(SOURCES)
+    assert "ranklit.cli._app" in SOURCES["ranklit.cli"]  # `from ranklit.cli._app import ...` is seen
 
 
 def test_nothing_imports_the_command_line() -> None:
@@ -74,13 +74,13 @@ def _stdlib(name: str) -> bool:
 
 
 def test_functional_imports_torch_only() -> None:
-    """Plus the standard library, the dependency-free top-level helpers and numpy (the ``.npy`` descriptor shards of
-    ``functional/descriptors.py``, numpy being a dependency of torch's ``Tensor.numpy`` anyway)."""
+    """Plus the standard library and the dependency-free top-level helpers: no numpy, no files on disk (the descriptor
+    shards are :mod:`ranklit.landmarks`)."""
 
     def allowed(name: str) -> bool:
         return (
             _stdlib(name)
-            or name.split(".")[0] in ("torch", "numpy")
+            or name.split(".")[0] == "torch"
             or _within(name, "ranklit.functional")
             or any(_within(name, helper) for helper in HELPERS)
         )
@@ -93,7 +93,9 @@ def test_data_imports_lightning_only_in_the_datamodule() -> None:
     assert not found
 
 
-@pytest.mark.parametrize("layer", ["ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.data"])
+@pytest.mark.parametrize(
+    "layer", ["ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.data", "ranklit.landmarks"]
+)
 def test_the_lower_layers_do_not_import_the_callbacks(layer: str) -> None:
     assert not _offending(layer, lambda n: not _within(n, "ranklit.callbacks"))
 
@@ -120,6 +122,33 @@ def test_the_api_index_says_what_each_package_imports() -> None:
         homes = {package, *allowed, *HELPERS}
         found = _offending(package, lambda n, ok=homes: not _within(n, "ranklit") or any(_within(n, h) for h in ok))
         assert not found, f"docs/api/index.md does not list what these import: {found}"
+
+
+CORE = ("ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.landmarks")
+READERS = ("ranklit.landmarks._datasets", "ranklit.landmarks._evaluation_set")  # the `train` extra, imported lazily
+
+
+def test_the_core_imports_the_core_install_only() -> None:
+    """The core install (torch, torchmetrics, numpy) is enough for the losses, the metrics and the landmark metric:
+    their modules import nothing else (``matplotlib`` only inside ``RetrievalMetrics.plot``, the ``viz`` extra)."""
+
+    def allowed(name: str) -> bool:
+        top = name.split(".")[0]
+        return (
+            _stdlib(name)
+            or top in ("torch", "torchmetrics", "numpy", "matplotlib")
+            or any(_within(name, home) for home in (*CORE, *HELPERS, "ranklit.compat.torchmetrics"))
+        )
+
+    found = [o for package in CORE for o in _offending(package, allowed) if not o.startswith(READERS)]
+    assert not found
+    code = (
+        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.landmarks; "
+        "bad = [m for m in ('lightning', 'timm', 'jsonargparse', 'yaml', 'wandb') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
 
 
 def test_losses_metrics_and_data_do_not_import_lightning() -> None:

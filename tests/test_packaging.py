@@ -31,7 +31,7 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     (wheel,) = wheels.glob("ranklit-*.whl")
     install = [*pip, "install", "--no-deps", "-q", "--target", str(site), str(wheel)]
     assert subprocess.run(install, capture_output=True, text=True, timeout=300).returncode == 0
-    probe = "import ranklit.cli.config_files as c; print(c.__file__); print(c.config_dir())"
+    probe = "import ranklit.cli._config_files as c; print(c.__file__); print(c.config_dir())"
     where = _run([sys.executable, "-c", probe], empty, site)
     module_file, configs = where.stdout.split()
     assert module_file.startswith(str(site)) and configs == str(site / "ranklit" / "configs"), where.stderr
@@ -56,7 +56,8 @@ def test_ci_tests_the_lower_bounds_of_pyproject() -> None:
             name, version = line.split("==")
             pins[name.split("[")[0]] = version
     bounds = {}
-    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for requirement in project["dependencies"] + project["optional-dependencies"]["train"]:
         name, _, rest = requirement.partition(">=")
         if "<" in rest:  # a range: its lower bound must be tested
             bounds[name.split("[")[0]] = rest.split(",")[0]

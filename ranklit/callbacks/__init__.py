@@ -9,13 +9,13 @@
 - :class:`EmbeddingWriter` (``predictions.py``): ``ranklit predict``'s shards on disk; :func:`load_predictions`.
 """
 
-from ranklit.callbacks.checkpoints import RunCheckpoint
-from ranklit.callbacks.faults import FaultTolerance
-from ranklit.callbacks.locks import RunLock
-from ranklit.callbacks.new_rates import NewLearningRates
-from ranklit.callbacks.predictions import EmbeddingWriter, load_predictions
-from ranklit.callbacks.ranking_images import RankingGridLogger
-from ranklit.callbacks.resume import ResumableTraining, ResumeRefused
+from ranklit.callbacks._checkpoints import RunCheckpoint
+from ranklit.callbacks._faults import FaultTolerance
+from ranklit.callbacks._locks import RunLock
+from ranklit.callbacks._new_rates import NewLearningRates
+from ranklit.callbacks._predictions import EmbeddingWriter, load_predictions
+from ranklit.callbacks._ranking_images import RankingGridLogger
+from ranklit.callbacks._resume import ResumableTraining, ResumeRefused
 
 __all__ = [
     "EmbeddingWriter",

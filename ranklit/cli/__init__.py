@@ -1,12 +1,65 @@
 """The ``ranklit`` command line (everything here is command-line code; nothing else in ranklit imports it).
 
-- :mod:`ranklit.cli.app` — :class:`RanklitCLI` (the LightningCLI subclass) and :func:`main`, the console script.
-- :mod:`ranklit.cli.config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
-- :mod:`ranklit.cli.runs`, :mod:`ranklit.cli.resuming` — run folders, their saved config and ``--resume``.
-- :mod:`ranklit.cli.error_surface`, :mod:`ranklit.cli.warning_filters` — short errors, exit codes, quiet runs.
-- :mod:`ranklit.cli.data_check` — ``ranklit data check``.
+- :mod:`ranklit.cli._app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
+- :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
+- :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
+- :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
+- :mod:`ranklit.cli._data_check` — ``ranklit data check``.
+
+The command needs the training stack (``pip install "ranklit[train]"``); the core install (losses, metrics) does not
+have it, and :func:`main` then says so in one line (exit 2) instead of a traceback. This module imports nothing of the
+training stack itself, so that check can run.
 """
 
-from ranklit.cli.app import RanklitCLI, main
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ranklit.cli._app import RanklitCLI
 
 __all__ = ["RanklitCLI", "main"]
+
+# import name -> distribution, for the modules the command imports (the `train` extra of pyproject.toml)
+TRAINING_STACK = {
+    "lightning": "lightning",
+    "timm": "timm",
+    "torchvision": "torchvision",
+    "jsonargparse": "jsonargparse",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "matplotlib": "matplotlib",
+}
+
+
+def missing_training_stack() -> list[str]:
+    """The distributions of the ``train`` extra that cannot be imported here (``[]`` when the command can run).
+
+    >>> missing_training_stack()
+    []
+    """
+    return [dist for module, dist in TRAINING_STACK.items() if importlib.util.find_spec(module) is None]
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
+    if missing := missing_training_stack():
+        sys.stderr.write(
+            f"error: the `ranklit` command needs the training stack (missing here: {', '.join(missing)}); "
+            "install it with: pip install \"ranklit[train]\"\n"
+        )
+        raise SystemExit(2)
+    from ranklit.cli._app import main as run
+
+    run(args)
+
+
+def __getattr__(name: str) -> Any:
+    """``ranklit.cli.RanklitCLI``, imported on first use (it needs Lightning)."""
+    if name == "RanklitCLI":
+        from ranklit.cli._app import RanklitCLI
+
+        return RanklitCLI
+    raise AttributeError(f"module 'ranklit.cli' has no attribute {name!r}")

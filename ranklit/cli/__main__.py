@@ -2,7 +2,7 @@
 
 import sys
 
-from ranklit.cli.app import main
+from ranklit.cli import main
 
 sys.argv[0] = "ranklit"
 main()

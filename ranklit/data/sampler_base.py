@@ -243,6 +243,5 @@ class EpochBatchSampler(Sampler[list[int]]):
         with ``seed + epoch``) and nothing else, so that every DDP rank plans the same epoch and takes its share. The
         plan may be longer or shorter than ``num_batches × world_size``: it is cut, or cycled, to that length."""
         raise NotImplementedError(
-            f"`{type(self).__name__}` must implement `plan_epoch(generator)` (before ranklit 0.2.0 the hook was "
-            "`_plan` and `setup_batches` was `_setup`: rename them)."
+            f"`{type(self).__name__}` must implement `plan_epoch(generator)`, the batches of one epoch."
         )

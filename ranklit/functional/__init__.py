@@ -2,19 +2,21 @@
 
 Public modules are the losses' and metrics' math and the extension points a contributor builds on: ``inputs.py``
 (``RetrievalInputs``, ``prepare_inputs``), ``loss_utils.py``, ``ranking.py`` (``map_query_chunks``),
-``binary_metrics.py`` (the one table where a binary metric is declared), ``ties.py`` (``TiedPositives``, what a
+``reducers.py`` (``Reducer``: per-query terms to a loss), ``binary_metrics.py`` (the one table where a binary metric is
+declared), ``ties.py`` (``TiedPositives``, what a
 declared metric receives) and ``sample_ids.py`` (shared by the cross-batch memory and the decomposability gap). The
 machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_counting``, ``_positive_ranks``,
 ``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``.
 """
 
-from ranklit.functional.binned_ap import fastap_loss, softbin_ap_loss
-from ranklit.functional.blackbox import blackbox_ap_loss
-from ranklit.functional.hap import HAPOptions, hap_loss, hap_surrogate
-from ranklit.functional.landmarks import revisited_map
-from ranklit.functional.metrics import retrieval_metrics
-from ranklit.functional.pair_losses import calibration_loss, contrastive_loss
-from ranklit.functional.proxies import cluster_loss, csl_loss
+from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
+from ranklit.functional._blackbox import blackbox_ap_loss
+from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
+from ranklit.functional._metrics import retrieval_metrics
+from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
+from ranklit.functional._proxies import cluster_loss, csl_loss
+from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
+from ranklit.functional._triplet import triplet_loss
 from ranklit.functional.reducers import (
     ActiveReducer,
     ClassBalancedReducer,
@@ -23,9 +25,6 @@ from ranklit.functional.reducers import (
     Reducer,
     get_reducer,
 )
-from ranklit.functional.smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
-from ranklit.functional.triplet import triplet_loss
-from ranklit.functional.whitening import learn_whitening
 
 __all__ = [
     # losses
@@ -52,7 +51,4 @@ __all__ = [
     "get_reducer",
     # metrics
     "retrieval_metrics",
-    "revisited_map",
-    # test-time descriptors
-    "learn_whitening",
 ]

@@ -1,6 +1,6 @@
 """The per-query values of an evaluation, and their means over queries or classes ([spec §1][spec-metrics]).
 
-:func:`ranklit.functional.metrics.retrieval_metric_tensors` stores the value of every metric for every query in one
+:func:`ranklit.functional._metrics.retrieval_metric_tensors` stores the value of every metric for every query in one
 ``[K, Q]`` float64 table (``K`` keys: the metrics and the ``has_positive`` flags of each label column). Every query's
 value is written by exactly one process, so under DDP the table is completed by one all-reduce of sums of one value
 and zeros (exact), and the means, computed from the same table by every process, are bit for bit those of one

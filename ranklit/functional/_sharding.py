@@ -2,7 +2,7 @@
 
 Under DDP, ``RetrievalMetrics`` gathers every embedding on every process; without sharding each process would then
 run the whole ``N x N`` evaluation, ``W`` processes doing the same work ``W`` times. A :class:`QueryShard` tells
-:func:`ranklit.functional.metrics.retrieval_metric_tensors` which share to compute (process ``rank`` of
+:func:`ranklit.functional._metrics.retrieval_metric_tensors` which share to compute (process ``rank`` of
 ``world_size``) and how to sum the shares' results across processes (``all_reduce_sum``). It is pure torch: the
 collectives are :mod:`torch.distributed` calls on a process group, and :func:`local_shard` gives a single-process
 stand-in for tests.

@@ -13,7 +13,7 @@ puts every positive of a query in the query's own block (:func:`class_blocks`). 
 
 So half of the score matrix is computed, every comparison pass reads a cache-sized tile, and blocks hold classes of
 similar size, so few thresholds are padding. A pair's score is one number shared by both of its rows; ties are exact
-equalities of the float scores, as in the row-by-row path of :func:`~ranklit.functional.metrics.retrieval_metrics`.
+equalities of the float scores, as in the row-by-row path of :func:`~ranklit.functional._metrics.retrieval_metrics`.
 """
 
 from __future__ import annotations

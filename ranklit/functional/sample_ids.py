@@ -1,5 +1,5 @@
 """Helpers on sample ids (the dataset index each embedding carries), shared by the cross-batch memory
-(:mod:`ranklit.training.memory`) and the decomposability gap (:mod:`ranklit.metrics.decomposability`)."""
+(:mod:`ranklit.training._memory`) and the decomposability gap (:mod:`ranklit.metrics._decomposability`)."""
 
 from __future__ import annotations
 

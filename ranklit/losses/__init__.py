@@ -6,24 +6,24 @@ losses index. Every module of this package is imported here, so a loss in a new 
 imports below keep the names visible to IDEs and type checkers.
 """
 
+from ranklit.losses._binned_ap import FastAPLoss as FastAPLoss
+from ranklit.losses._binned_ap import SoftBinAPLoss as SoftBinAPLoss
+from ranklit.losses._blackbox import BlackBoxAPLoss as BlackBoxAPLoss
+from ranklit.losses._calibration import CalibrationLoss as CalibrationLoss
+from ranklit.losses._cluster import ClusterLoss as ClusterLoss
+from ranklit.losses._composite import ROADMAPLoss as ROADMAPLoss
+from ranklit.losses._csl import CSLLoss as CSLLoss
+from ranklit.losses._hap import HAPLoss as HAPLoss
+from ranklit.losses._hap import HAPPIERLoss as HAPPIERLoss
+from ranklit.losses._level_sum import LevelSumLoss as LevelSumLoss
+from ranklit.losses._pair import ContrastiveLoss as ContrastiveLoss
+from ranklit.losses._pair import TripletLoss as TripletLoss
+from ranklit.losses._proxy import NormSoftmaxLoss as NormSoftmaxLoss
+from ranklit.losses._proxy import ProxyNCAPPLoss as ProxyNCAPPLoss
 from ranklit.losses._registry import create_loss, import_submodules, list_losses, loss_entry, register_loss
+from ranklit.losses._smooth_rank import SmoothAPLoss as SmoothAPLoss
+from ranklit.losses._smooth_rank import SupAPLoss as SupAPLoss
 from ranklit.losses.base import BinaryRetrievalLoss, EmbeddingLoss, RetrievalLoss
-from ranklit.losses.binned_ap import FastAPLoss as FastAPLoss
-from ranklit.losses.binned_ap import SoftBinAPLoss as SoftBinAPLoss
-from ranklit.losses.blackbox import BlackBoxAPLoss as BlackBoxAPLoss
-from ranklit.losses.calibration import CalibrationLoss as CalibrationLoss
-from ranklit.losses.cluster import ClusterLoss as ClusterLoss
-from ranklit.losses.composite import ROADMAPLoss as ROADMAPLoss
-from ranklit.losses.csl import CSLLoss as CSLLoss
-from ranklit.losses.hap import HAPLoss as HAPLoss
-from ranklit.losses.hap import HAPPIERLoss as HAPPIERLoss
-from ranklit.losses.level_sum import LevelSumLoss as LevelSumLoss
-from ranklit.losses.pair import ContrastiveLoss as ContrastiveLoss
-from ranklit.losses.pair import TripletLoss as TripletLoss
-from ranklit.losses.proxy import NormSoftmaxLoss as NormSoftmaxLoss
-from ranklit.losses.proxy import ProxyNCAPPLoss as ProxyNCAPPLoss
-from ranklit.losses.smooth_rank import SmoothAPLoss as SmoothAPLoss
-from ranklit.losses.smooth_rank import SupAPLoss as SupAPLoss
 
 import_submodules(__name__, __path__)
 globals().update({name: loss_entry(name).cls for name in list_losses()})

@@ -129,7 +129,7 @@ def create_loss(name: str, **kwargs: Any) -> nn.Module:
 
 
 def import_submodules(package: str, path: Iterable[str]) -> None:
-    """Import every public module of ``package`` (its ``@register_loss`` declarations run)."""
+    """Import every module of ``package`` but this one (their ``@register_loss`` declarations run)."""
     for module in pkgutil.iter_modules(path):
-        if not module.name.startswith("_"):
+        if f"{package}.{module.name}" != __name__:
             importlib.import_module(f"{package}.{module.name}")

@@ -5,10 +5,9 @@ Each class is declared with ``@register_metric`` (:mod:`ranklit.metrics._registr
 :data:`ranklit.functional.binary_metrics.BINARY_METRICS` (``list_metrics(keys=True)``).
 """
 
+from ranklit.metrics._decomposability import DecomposabilityGap as DecomposabilityGap
+from ranklit.metrics._decomposability import decomposability_gap
 from ranklit.metrics._registry import list_metrics, register_metric
-from ranklit.metrics.decomposability import DecomposabilityGap as DecomposabilityGap
-from ranklit.metrics.decomposability import decomposability_gap
-from ranklit.metrics.retrieval import RetrievalMetrics as RetrievalMetrics
-from ranklit.metrics.revisited import RevisitedMetrics as RevisitedMetrics
+from ranklit.metrics._retrieval import RetrievalMetrics as RetrievalMetrics
 
 __all__ = [*list_metrics(), "decomposability_gap", "list_metrics", "register_metric"]

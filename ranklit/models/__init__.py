@@ -1,10 +1,9 @@
 """Backbones, pooling, embedding head, the learning-rate schedule and the ``RetrievalModule``."""
 
-from ranklit._moved import old_names
-from ranklit.models.backbones import EmbeddingNet, create_backbone
-from ranklit.models.module import RetrievalModule
-from ranklit.models.pooling import GeM, GlobalPool
-from ranklit.models.schedules import WarmupCosineLR
+from ranklit.models._backbones import EmbeddingNet, create_backbone
+from ranklit.models._module import RetrievalModule
+from ranklit.models._pooling import GeM, GlobalPool
+from ranklit.models._schedules import WarmupCosineLR
 
 __all__ = [
     "EmbeddingNet",
@@ -14,5 +13,3 @@ __all__ = [
     "WarmupCosineLR",
     "create_backbone",
 ]
-
-__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning

@@ -3,11 +3,10 @@
 The Lightning callbacks (resume, faults, checkpoints, ...) are in :mod:`ranklit.callbacks`.
 """
 
-from ranklit._moved import old_names
-from ranklit.training.distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
-from ranklit.training.memory import CrossBatchMemory
-from ranklit.training.multistage import MultistageBackprop, multistage_backward
-from ranklit.training.objective import RankingObjective, ranking_objective
+from ranklit.training._distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
+from ranklit.training._memory import CrossBatchMemory
+from ranklit.training._multistage import MultistageBackprop, multistage_backward
+from ranklit.training._objective import RankingObjective, ranking_objective
 
 __all__ = [
     "CrossBatchMemory",
@@ -20,5 +19,3 @@ __all__ = [
     "multistage_backward",
     "ranking_objective",
 ]
-
-__getattr__ = old_names(__name__)  # names that moved to ranklit.callbacks, with a DeprecationWarning

@@ -13,9 +13,9 @@ Every function returns a ``matplotlib.figure.Figure``; in Jupyter (``%matplotlib
 value, elsewhere save it with ``fig.savefig(path)``.
 """
 
-from ranklit.viz.images import figure_to_array, image_grid, to_display
-from ranklit.viz.plots import class_means, embedding_map, gap_figure, metric_curves, step_functions_figure
-from ranklit.viz.rankings import Retrieved, dataset_images, level_colour, ranking_grid, retrieve
+from ranklit.viz._images import figure_to_array, image_grid, to_display
+from ranklit.viz._plots import class_means, embedding_map, gap_figure, metric_curves, step_functions_figure
+from ranklit.viz._rankings import Retrieved, dataset_images, level_colour, ranking_grid, retrieve
 
 __all__ = [
     "Retrieved",

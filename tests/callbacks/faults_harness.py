@@ -129,7 +129,7 @@ def assert_same_run(actual: Path, expected: Path) -> None:
 
 def resume_step(folder: Path) -> int | None:
     """The global step of the checkpoint a ``--resume true`` of the run would continue from."""
-    from ranklit.cli.runs import latest_checkpoint
+    from ranklit.cli._runs import latest_checkpoint
 
     point = latest_checkpoint(folder / RUN / "checkpoints")
     return None if point.path is None else int(point.checkpoint["global_step"])

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from ranklit.callbacks import FaultTolerance
-from ranklit.callbacks.faults import first_non_finite
+from ranklit.callbacks._faults import first_non_finite
 from ranklit.data.datasets.base import load_image
 
 

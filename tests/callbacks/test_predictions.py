@@ -10,9 +10,10 @@ import torch
 
 from ranklit.callbacks import load_predictions
 from ranklit.cli import main
-from ranklit.data import RevisitedTestSet, SyntheticHierarchy
-from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
-from ranklit.functional.whitening import learn_whitening
+from ranklit.data import SyntheticHierarchy
+from ranklit.landmarks import RevisitedTestSet
+from ranklit.landmarks._whitening import learn_whitening
+from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.models import EmbeddingNet
 from tests.cli.test_cli import TINY
 from tests.data import layouts
@@ -69,12 +70,12 @@ def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Pa
     writer = DescriptorWriter(tmp_path / "train", shard_rows=16)
     writer.append(train, torch.arange(50))
     writer.close()
-    steps = '[{"class_path": "ranklit.functional.postprocess.LearntWhitening", "init_args": {"descriptors": "train"}}]'
+    steps = '[{"class_path": "ranklit.landmarks.postprocess.LearntWhitening", "init_args": {"descriptors": "train"}}]'
     _checkpoint(tmp_path / "trained.ckpt", net)  # as a fit run writes it: the network's settings in its hparams
     args = ["--config", "revisited_eval.yaml", "--ckpt_path", "trained.ckpt", "--data.root", "data",
             "--data.num_workers=0", "--trainer.accelerator=cpu",
             f"--model.landmarks.init_args.postprocess={steps}",
-            "--model.landmarks.init_args.postprocess+=ranklit.functional.postprocess.AlphaQueryExpansion",
+            "--model.landmarks.init_args.postprocess+=ranklit.landmarks.postprocess.AlphaQueryExpansion",
             "--model.landmarks.init_args.postprocess.alpha=2.0", "--model.landmarks.init_args.postprocess.k=3"]
     main(["test", *args])
     main(["predict", *args, "--predictions_path", "descriptors"])

@@ -10,8 +10,8 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
-from ranklit.callbacks import ranking_images
-from ranklit.callbacks.ranking_images import RankingGridLogger
+from ranklit.callbacks import _ranking_images as ranking_images
+from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.data import RetrievalDataModule, SyntheticHierarchy
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule

@@ -16,10 +16,10 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from ranklit.callbacks import FaultTolerance, RunCheckpoint
-from ranklit.callbacks.checkpoints import AtomicCheckpointIO
-from ranklit.callbacks.locks import LOCK_FILE, RunLock, RunLocked, lock_holder
-from ranklit.callbacks.new_rates import NewLearningRates
-from ranklit.cli.runs import latest_checkpoint
+from ranklit.callbacks._checkpoints import AtomicCheckpointIO
+from ranklit.callbacks._locks import LOCK_FILE, RunLock, RunLocked, lock_holder
+from ranklit.callbacks._new_rates import NewLearningRates
+from ranklit.cli._runs import latest_checkpoint
 from ranklit.training import stops
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
 from tests.callbacks.test_faults import _Images, _Model
@@ -61,7 +61,7 @@ def test_schedule_without_options_saves_each_epoch_end_only(tmp_path: Path) -> N
 
 def test_every_minutes_saves_when_the_time_is_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(range(0, 10_000, 50))  # each reading of the clock is 50 s later
-    monkeypatch.setattr("ranklit.callbacks.checkpoints.time.monotonic", lambda: next(clock))
+    monkeypatch.setattr("ranklit.callbacks._checkpoints.time.monotonic", lambda: next(clock))
     saves = _fit(tmp_path, RunCheckpoint(tmp_path, every_minutes=2), epochs=1)
     assert saves.steps[-1] == 8 and len(saves.steps) >= 2  # at least once within the epoch, then its end
 

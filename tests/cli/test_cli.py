@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ranklit.cli import main
-from ranklit.cli.config_files import config_dir
+from ranklit.cli._config_files import config_dir
 from tests.tiny import synthetic_args
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))

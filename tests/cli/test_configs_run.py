@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ranklit.cli import RanklitCLI
-from ranklit.cli.config_files import config_dir
+from ranklit.cli._config_files import config_dir
 from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler, RetrievalDataModule
 from ranklit.models import RetrievalModule
 from tests.data import layouts
@@ -104,7 +104,7 @@ def test_evaluation_config_tests_on_its_dataset_format(config: Path, tmp_path: P
     raw = _load(config)
     monkeypatch.chdir(tmp_path)
     test_set = raw["data"]["test_dataset"]
-    assert test_set["class_path"] == "ranklit.data.RevisitedTestSet", f"{config.name}: add a fixture for its test set"
+    assert test_set["class_path"] == "ranklit.landmarks.RevisitedTestSet", f"{config.name}: add a fixture for it"
     for name in test_set["init_args"]["names"]:
         layouts.revisited(tmp_path / "data" / name, name)
     args = ["test", "--config", str(config), "--data.root=data", "--model.net.init_args.backbone=test_resnet",

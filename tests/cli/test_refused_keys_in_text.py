@@ -1,6 +1,6 @@
 """No text a user reads names a config key the CLI refuses: the error messages, docstrings and comments of the
 package, the README, CONTRIBUTING, the docs pages and the shipped configs' comments. The refused keys are those of
-``ranklit.cli.config_files.RENAMED`` (``ranklit fit`` rejects each with its new place; ``tests/cli/test_cli.py`` checks
+``ranklit.cli._config_files.RENAMED`` (``ranklit fit`` rejects each with its new place; ``tests/cli/test_cli.py`` checks
 that), the one file allowed to name them."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.cli.config_files import RENAMED
+from ranklit.cli._config_files import RENAMED
 
 ROOT = Path(__file__).resolve().parents[2]
-ALLOWED = {ROOT / "ranklit" / "cli" / "config_files.py"}
+ALLOWED = {ROOT / "ranklit" / "cli" / "_config_files.py"}
 
 
 def _texts() -> list[Path]:
@@ -67,7 +67,7 @@ def test_the_pattern_finds_the_old_keys_and_only_them() -> None:
 def test_no_text_names_a_refused_config_key(path: Path) -> None:
     found = [
         f"{path.relative_to(ROOT)}:{number}: `{match[1]}` is refused by the CLI; write "
-        f"{RENAMED.get(match[1], 'its new key (ranklit/cli/config_files.py)')}"
+        f"{RENAMED.get(match[1], 'its new key (ranklit/cli/_config_files.py)')}"
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         for match in PATTERN.finditer(line)
     ]

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranklit.data import DyML, RevisitedLandmarks, RevisitedTestSet
+from ranklit.data import DyML
+from ranklit.landmarks import RevisitedLandmarks, RevisitedTestSet
 from tests.data import layouts
 
 

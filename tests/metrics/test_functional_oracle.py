@@ -10,7 +10,7 @@ import torch
 from sklearn.metrics import average_precision_score, ndcg_score
 
 from ranklit.functional import retrieval_metrics as _retrieval_metrics
-from ranklit.functional.hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional._hierarchical_metrics import hierarchical_query_metrics
 from tests.metrics.ranked import ranked_relevant
 from tests.oracles.metrics import oracle_retrieval_metrics as _oracle_retrieval_metrics
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+pytest.importorskip("lightning")  # the core-only environment has no Lightning
+
 from ranklit.metrics import RetrievalMetrics
 from tests.metrics import lightning_ddp_worker as worker
 

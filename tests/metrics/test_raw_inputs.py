@@ -12,8 +12,8 @@ from torchmetrics import MetricCollection
 
 from ranklit.functional import _symmetric_ranks as symmetric_ranks
 from ranklit.functional import retrieval_metrics
+from ranklit.functional._metrics import retrieval_metric_tensors
 from ranklit.functional._sharding import QueryShard
-from ranklit.functional.metrics import retrieval_metric_tensors
 from ranklit.metrics import RetrievalMetrics
 from tests.oracles.metrics import oracle_retrieval_metrics
 

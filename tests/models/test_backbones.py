@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ranklit.models import EmbeddingNet, GeM
-from ranklit.models.backbones import create_backbone
+from ranklit.models._backbones import create_backbone
 
 
 @pytest.mark.parametrize("pooling", ["avg", "max", "gem"])

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR
 
-from ranklit.models.schedules import WarmupCosineLR
+from ranklit.models._schedules import WarmupCosineLR
 
 
 def _optimizer(*rates: float) -> torch.optim.Optimizer:

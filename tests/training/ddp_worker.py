@@ -104,7 +104,7 @@ def run(rank: int, world_size: int, port: int, out_path: str) -> None:
         for name, loss_cls in LOSSES.items():
             ddp = DistributedDataParallel(Net())
             found = {"plain": plain(ddp, batches, loss_cls()), "memory": memory(ddp, batches, loss_cls())}
-            ddp.require_backward_grad_sync = False  # as ranklit.training.manual.prepare_ddp does
+            ddp.require_backward_grad_sync = False  # as ranklit.training._manual.prepare_ddp does
             found["multistage"] = multistage(ddp, batches, loss_cls())
             results[name] = found
         # uneven sizes: rank r holds r + 2 rows; the gather's backward sums what every rank's loss sends back

@@ -1,17 +1,15 @@
 """Readers of the benchmark datasets in their official on-disk layouts, and the built-in synthetic dataset."""
 
+from ranklit.data.datasets._csv_dataset import CSVDataset
+from ranklit.data.datasets._cub import CUB200
+from ranklit.data.datasets._dyml import DyML
+from ranklit.data.datasets._folder import ClassFolderDataset
+from ranklit.data.datasets._inaturalist import INaturalist2018
+from ranklit.data.datasets._inshop import InShop
+from ranklit.data.datasets._sop import StanfordOnlineProducts
+from ranklit.data.datasets._synthetic import SyntheticHierarchy
+from ranklit.data.datasets._vehicleid import VehicleID
 from ranklit.data.datasets.base import ImageRetrievalDataset, RetrievalDataset
-from ranklit.data.datasets.csv_dataset import CSVDataset
-from ranklit.data.datasets.cub import CUB200
-from ranklit.data.datasets.dyml import DyML
-from ranklit.data.datasets.folder import ClassFolderDataset
-from ranklit.data.datasets.inaturalist import INaturalist2018
-from ranklit.data.datasets.inshop import InShop
-from ranklit.data.datasets.revisited import RevisitedLandmarks
-from ranklit.data.datasets.revisited_test import RevisitedTestSet
-from ranklit.data.datasets.sop import StanfordOnlineProducts
-from ranklit.data.datasets.synthetic import SyntheticHierarchy
-from ranklit.data.datasets.vehicleid import VehicleID
 
 __all__ = [
     "SyntheticHierarchy",
@@ -23,8 +21,6 @@ __all__ = [
     "ImageRetrievalDataset",
     "RetrievalDataset",
     "InShop",
-    "RevisitedLandmarks",
-    "RevisitedTestSet",
     "StanfordOnlineProducts",
     "VehicleID",
 ]

@@ -22,7 +22,6 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ranklit._moved import MESSAGE, REMOVED_IN
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 
@@ -88,18 +87,6 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     return {"image": image, "label": label, "index": int(index)}
 
 
-_OLD_HOOKS = {"_file": "required_path", "_malformed": "malformed_line", "_set_samples": "set_samples",
-              "_load": "read_image"}  # fmt: skip  (the reader hooks' names before ranklit 0.2.0)
-
-
-def _warn_old_hook(old: str, stacklevel: int) -> None:
-    """The deprecation of a reader hook's old name, in the words of :mod:`ranklit._moved` (so the ``ranklit`` command
-    shows it, as it shows an old import path in a config)."""
-    base = "ranklit.data.datasets.ImageRetrievalDataset"
-    message = MESSAGE.format(old=f"{base}.{old}", new=f"{base}.{_OLD_HOOKS[old]}", removed=REMOVED_IN)
-    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel + 1)
-
-
 class RetrievalDataset(Dataset):
     """What every ranklit dataset is: items ``{"image", "label", "index"}``, a ``labels`` tensor ``[N]`` or ``[N, L]``
     (column 0 finest) and a settable ``transform``. The datamodule, the samplers and the proxy losses rely on it;
@@ -115,8 +102,7 @@ class ImageRetrievalDataset(RetrievalDataset):
     Subclasses set ``SPLITS`` (accepted ``split`` values; empty: any), ``LAYOUT`` (the expected files, for error
     messages) and ``SOURCE`` (where the dataset is obtained), read their lists with :meth:`required_path` and
     :meth:`malformed_line` and call :meth:`set_samples`; :meth:`read_image` decodes one image (override it for another
-    storage). Before ranklit 0.2.0 these hooks were ``_file``, ``_malformed``, ``_set_samples`` and ``_load``: a
-    subclass that overrides or calls the old names keeps working until 0.3.0, with a ``DeprecationWarning``.
+    storage).
 
     Attributes:
         root: the dataset folder.
@@ -133,14 +119,6 @@ class ImageRetrievalDataset(RetrievalDataset):
     on_bad_image: str = "stop"  # "skip": an undecodable image is replaced by the next image of its class
     decode_min_side: int | None = None  # reduced-size JPEG decoding (ranklit.data.decoding.load_image)
     decode_area_fraction: float = 1.0
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for old, new in _OLD_HOOKS.items():
-            if old in vars(cls):  # a reader written for the old hook names: its override still serves
-                _warn_old_hook(old, stacklevel=2)
-                if new not in vars(cls):
-                    setattr(cls, new, vars(cls)[old])
 
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
@@ -234,16 +212,3 @@ class ImageRetrievalDataset(RetrievalDataset):
             f"classes={self.num_classes}, levels={1 if self.labels.dim() == 1 else self.labels.shape[1]})"
         )
 
-
-def _renamed_hook(old: str, new: str) -> Callable[..., Any]:
-    """The pre-0.2.0 name ``old`` of a reader hook: warns, then calls the base class's ``new``."""
-
-    def call(self: ImageRetrievalDataset, *args: Any, **kwargs: Any) -> Any:
-        _warn_old_hook(old, stacklevel=2)
-        return getattr(ImageRetrievalDataset, new)(self, *args, **kwargs)
-
-    return call
-
-
-for _old, _new in _OLD_HOOKS.items():
-    setattr(ImageRetrievalDataset, _old, _renamed_hook(_old, _new))

@@ -1,0 +1,181 @@
+"""``FaultTolerance``: stop on non-finite numbers, never checkpoint them, and checkpoint every other interruption.
+
+* **Non-finite numbers.** After every backward pass the gradients, and after every step the parameters and
+  floating-point buffers (batch-norm running statistics) are checked; the first non-finite tensor stops training
+  with a ``FloatingPointError`` naming it and the global step. Every checkpoint's weights are checked before it is
+  written, so no checkpoint with non-finite weights is ever saved (a ``ModelCheckpoint`` save fails instead). The
+  gradient check is skipped under fp16 mixed precision, whose loss scaler produces and skips non-finite gradients.
+* **Signals.** ``SIGTERM``, Ctrl-C (``SIGINT``) and ``SIGUSR1`` go through :mod:`ranklit.training.stops`: every
+  process of the run stops after the same training batch (or at the end of the epoch, after its validation and
+  checkpoint, when the signal arrives in its last batch or in a validation), and the state is saved to
+  ``dirpath/filename.ckpt``: the resumed run equals the uninterrupted one (with
+  :class:`ranklit.callbacks.ResumableTraining`). A second Ctrl-C stops at once and saves nothing (the state may be
+  in the middle of an optimiser step): the newest checkpoint written before stays the resume point.
+* **Other exceptions** (a corrupt training image: the error names the file) save the state on the way out, on one
+  process only: under several processes an exception on one rank cannot wait for the others, and nothing is saved.
+* **Nothing new, nothing saved.** An exception before the first training batch of this ``fit`` (a refused resume,
+  a bad setting) writes no checkpoint: the checkpoint the run was resumed from stays the resume point.
+
+Resume with ``trainer.fit(..., ckpt_path=...)``. SLURM's ``SIGUSR1`` requeue (``SLURMEnvironment(auto_requeue=True)``)
+keeps Lightning's handler, which writes ``hpc_ckpt_*.ckpt``.
+
+Example:
+    >>> import lightning as L
+    >>> trainer = L.Trainer(callbacks=[FaultTolerance("checkpoints")], logger=False, enable_progress_bar=False)
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+from torch import Tensor
+from typing_extensions import override
+
+from ranklit._checks import check_positive_int
+from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
+from ranklit.compat.lightning import batch_progress
+from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
+
+__all__ = ["FaultTolerance", "first_non_finite"]
+
+
+def first_non_finite(tensors: Iterable[tuple[str, Tensor | None]]) -> str | None:
+    """The name of the first floating-point tensor holding a NaN or an infinity, or ``None`` (one device sync).
+
+    Example:
+        >>> first_non_finite([("a", torch.ones(2)), ("b", torch.tensor([1.0, float("inf")]))])
+        'b'
+    """
+    named = [(name, t) for name, t in tensors if t is not None and t.is_floating_point() and t.numel()]
+    if not named:
+        return None
+    finite = torch.stack([torch.isfinite(t).all() for _, t in named]).cpu()
+    return None if bool(finite.all()) else named[int((~finite).nonzero()[0])][0]
+
+
+class FaultTolerance(OnExceptionCheckpoint):
+    """Non-finite checks and the checkpoint of an interrupted run (module docstring).
+
+    Args:
+        dirpath: folder of the interruption checkpoint (e.g. the ``ModelCheckpoint`` folder).
+        filename: its name, without ``.ckpt``.
+        check_every_n_steps: check gradients, parameters and buffers every that many steps (1: every step); the
+            check before a checkpoint is written always runs.
+    """
+
+    def __init__(
+        self,
+        dirpath: str | Path,
+        filename: str = "interrupted",
+        check_every_n_steps: int = 1,
+    ) -> None:
+        super().__init__(dirpath, filename)
+        check_positive_int("check_every_n_steps", check_every_n_steps)
+        self.check_every_n_steps = check_every_n_steps
+        self._first_step: int | None = None  # the global step this `fit` started training from
+
+    @override
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        StopSignals.install(trainer)  # before Lightning registers its handlers (for the baseline validation too)
+        use_atomic_writes(trainer)
+
+    @override
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        mark_stopped(None)
+        self._first_step = trainer.global_step
+
+    @override
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._first_step = None
+
+    def _due(self, trainer: L.Trainer) -> bool:
+        return trainer.global_step % self.check_every_n_steps == 0
+
+    @staticmethod
+    def _stop(trainer: L.Trainer, what: str, name: str) -> None:
+        raise FloatingPointError(
+            f"Non-finite {what} `{name}` at global step {trainer.global_step} (epoch {trainer.current_epoch}): "
+            "training stopped and no checkpoint is written with it. Resume from the last good checkpoint "
+            "(`--resume true`) with gradient clipping (`--trainer.gradient_clip_val 1.0`), `--trainer.precision 32` "
+            "or a lower learning rate (`--model.optimizer.init_args.lr ... --resume_new_rates "
+            "'[model.optimizer.init_args.lr]'`), or check the data."
+        )
+
+    @override
+    def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: Any) -> None:
+        if not self._due(trainer) or str(trainer.precision).startswith("16"):
+            return
+        if name := first_non_finite((n, p.grad) for n, p in pl_module.named_parameters()):
+            self._stop(trainer, "gradient of", name)
+
+    @override
+    def on_train_batch_end(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
+        if self._due(trainer):
+            self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
+        last_batch = batch_progress(trainer).is_last_batch  # then see on_train_epoch_end
+        if not last_batch and not 0 <= trainer.max_steps <= trainer.global_step:
+            agree_to_stop(trainer)
+
+    @override
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        max_epochs, max_steps = trainer.max_epochs, trainer.max_steps
+        last_epoch = max_epochs is not None and max_epochs >= 0 and trainer.current_epoch + 1 >= max_epochs
+        if not last_epoch and not 0 <= max_steps <= trainer.global_step:  # a finished run ends as finished
+            agree_to_stop(trainer)  # Lightning stops after the epoch's checkpoints (RunCheckpoint) are written
+
+    @override
+    def on_save_checkpoint(
+        self,
+        trainer: L.Trainer,
+        pl_module: L.LightningModule,
+        checkpoint: dict[str, Any],
+    ) -> None:
+        self._check_weights(trainer, checkpoint.get("state_dict", {}).items())
+
+    def _check_weights(self, trainer: L.Trainer, tensors: Iterable[tuple[str, Tensor]]) -> None:
+        if name := first_non_finite((n, t.detach()) for n, t in tensors):
+            self._stop(trainer, "parameter or buffer", name)
+
+    @override
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        first, self._first_step = self._first_step, None
+        if isinstance(exception, KeyboardInterrupt):
+            mark_stopped(signal.SIGINT)
+            rank_zero_info(
+                "Stopped at once by a second Ctrl-C: no checkpoint written (the state may be in the middle of a "
+                f"step); `--resume true` continues from the newest checkpoint in {self.dirpath}."
+            )
+            return
+        if isinstance(exception, FloatingPointError):
+            return  # the state holds non-finite numbers: keep the last good checkpoint
+        signalled = isinstance(exception, SIGTERMException)
+        if signalled:
+            mark_stopped(stop_requested() or signal.SIGTERM)
+        if first is None or trainer.global_step == first:
+            return  # nothing trained since the run (re)started: its checkpoint stays the resume point
+        if trainer.world_size > 1 and not signalled:
+            rank_zero_info(f"{type(exception).__name__} on one of {trainer.world_size} processes: no checkpoint saved.")
+            return
+        flush_loggers(trainer)
+        trainer.save_checkpoint(self.ckpt_path, weights_only=False)
+        signum = stopped_by() if signalled else None
+        cause = signal.Signals(signum).name if signum else type(exception).__name__
+        rank_zero_info(
+            f"Training interrupted by {cause} at global step {trainer.global_step}; resumable checkpoint saved to "
+            f"{self.ckpt_path} (resume with `ckpt_path={self.ckpt_path!r}`, or `--resume true` on the command line)."
+        )

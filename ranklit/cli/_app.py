@@ -1,0 +1,262 @@
+"""The ``ranklit`` command line: a LightningCLI over :class:`RetrievalModule` and :class:`RetrievalDataModule`.
+
+``ranklit fit --config roadmap_inat.yaml --data.root /data/inat`` trains; ``validate``, ``test`` and ``predict``
+evaluate or embed; ``--print_config`` prints the full resolved configuration; ``ranklit configs`` lists the shipped
+configs. A bare config name (``--config quickstart.yaml``) that is not a file relative to the working directory is
+taken from the shipped configs (the repository's ``configs/``, packaged in the wheel as ``ranklit/configs``), so the
+commands work from any directory after ``pip install ranklit``. Unknown keys are rejected at parse time, inside the
+``init_args`` of datasets, samplers, networks and losses too.
+
+Before ``fit`` the untrained (or pretrained) model is validated once and its metrics are logged at step 0, the
+baseline every curve starts from; ``--baseline_validation false`` switches it off. ``data.root`` is copied into the
+``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
+``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
+``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to the folder
+``--predictions_path``, as numpy shards while it runs (:class:`ranklit.callbacks.EmbeddingWriter`).
+
+Every ``fit`` is resumable: the CLI adds :class:`ranklit.callbacks.ResumableTraining` (sampler position, random states,
+cross-batch memory in every checkpoint), :class:`ranklit.callbacks._locks.RunLock` (``run.lock``: one writer per run)
+and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.callbacks.RunCheckpoint` (``last.ckpt`` on the
+schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
+:class:`ranklit.callbacks.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
+:mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
+``--ckpt_path last``): :mod:`ranklit.cli._resuming` finds the run and its newest checkpoint that loads, the run
+logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
+baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
+(Lightning would silently replace it by the checkpoint's value). Exit codes: 0 finished, 1 an error, 2 bad input or a
+refused resume (one line; the run's files unchanged), ``128 + n`` stopped by signal ``n`` (143 ``SIGTERM``, 130
+Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from typing_extensions import override
+
+from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
+from ranklit.callbacks._locks import RunLock
+from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
+from ranklit.callbacks._predictions import EmbeddingWriter
+from ranklit.callbacks._ranking_images import RankingGridLogger
+from ranklit.callbacks._resume import ResumeRefused
+from ranklit.cli import _data_check as data_check
+from ranklit.cli import _warning_filters as warning_filters
+from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
+from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
+from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
+from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
+from ranklit.compat.lightning import CheckpointSettingsCLI
+from ranklit.data._datamodule import RetrievalDataModule
+from ranklit.models._module import RetrievalModule
+
+__all__ = ["RanklitCLI", "main"]
+
+_DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
+_CHECKPOINT_CONNECTOR = r"lightning\.pytorch\.trainer\.connectors\.checkpoint_connector"  # Lightning 2.5.5-2.6.6
+_MOVED = {
+    "optimizer": "--model.optimizer",
+    "lr_scheduler": "--model.lr_scheduler",
+}
+
+
+class RanklitCLI(CheckpointSettingsCLI):
+    """LightningCLI with ranklit's defaults: the run's config saved in its directory (:class:`RunConfigSaver`), no
+    top-level ``--optimizer``/``--lr_scheduler`` (the module's ``optimizer``/``lr_scheduler`` keep its parameter
+    groups), ``data.root`` copied into every dataset, a baseline validation before ``fit``, resumable and
+    fault-tolerant ``fit`` runs (``--resume``; module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("save_config_callback", RunConfigSaver)
+        kwargs.setdefault("auto_configure_optimizers", False)
+        # ranklit's batch samplers split the batches between DDP ranks themselves (Lightning's would re-split them)
+        kwargs.setdefault("trainer_defaults", {"use_distributed_sampler": False})
+        kwargs.setdefault("parser_class", ShortUsageParser)
+        super().__init__(*args, **kwargs)
+
+    @override
+    def instantiate_classes(self) -> None:
+        """Build the run; a configured class's refusal of a value is a user error (ranklit.cli._error_surface)."""
+        try:
+            super().instantiate_classes()
+        except BUILD_ERRORS as error:
+            raise as_user_error(error) from error
+
+    @override
+    def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
+        for name in _DATASETS:
+            parser.link_arguments("data.root", f"data.{name}.init_args.root", apply_on="parse")
+        # Always on; logs a grid of validation queries and their top-k only when the logger is wandb.
+        parser.add_lightning_class_args(RankingGridLogger, "ranking_grid")
+        parser.add_argument(
+            "--baseline_validation",
+            type=bool,
+            default=True,
+            help="Validate the model once before training and log its metrics at step 0.",
+        )
+        parser.add_argument(
+            "--resume",
+            type=bool,
+            default=False,
+            help="Continue the newest run of the logger's save_dir/name from its newest checkpoint (start fresh, "
+            "with a note, when there is none).",
+        )
+        parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
+        parser.add_argument(
+            "--resume_new_rates",
+            type=list[str],
+            default=[],
+            help="Learning rates a resume takes from the config.",
+        )
+        parser.add_argument(
+            "--predictions_path",
+            type=str,
+            default="predictions",
+            help="Folder where `ranklit predict` writes embeddings, labels and dataset indices (numpy shards).",
+        )
+        for name, key in _MOVED.items():
+            parser.add_argument(f"--{name}", type=Any, default=None, help=f"Not used by ranklit: set {key}.")
+
+    @override
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand]
+        for name, key in _MOVED.items():
+            if config.get(name) is not None:
+                self.parser.error(
+                    f"`--{name}` would replace ranklit's optimiser set-up and drop its parameter groups (backbone, "
+                    f"head with `model.head_lr`, loss proxies with `model.loss_lr`): set `{key}` instead."
+                )
+
+    @override
+    def before_checkpoint_settings(self) -> Any:
+        """Find the run a ``fit`` resumes; keep the model settings given, to compare with the checkpoint's."""
+        subcommand = self.config.get("subcommand")
+        if subcommand != "fit":
+            return None
+        config = self.config[subcommand]
+        self.resumed = find_resume(config)
+        return config.model.clone()
+
+    @override
+    def after_checkpoint_settings(self, before: Any) -> None:
+        """Refuse a resume whose model settings differ from the checkpoint's (Lightning has just replaced them),
+        except the rates named by ``--resume_new_rates``."""
+        if before is None:
+            return
+        model, subcommand = before, self.config["subcommand"]
+        config = self.config[subcommand]
+        accepted = set(config.get("resume_new_rates") or [])
+        if unknown := sorted(accepted - set(RATE_SETTINGS)):
+            raise ResumeRefused(f"`--resume_new_rates` takes {', '.join(RATE_SETTINGS)}; got {', '.join(unknown)}.")
+        changes = changed_settings(self.config[subcommand].model.as_dict(), model.as_dict())
+        if refused := [change for change in changes if change.split(":")[0] not in accepted]:
+            raise ResumeRefused(
+                f"The model settings differ from those of the checkpoint {config.ckpt_path}: {'; '.join(refused)}"
+                ". A resumed run continues the same model: use the settings of the interrupted run (only "
+                "`trainer.*` settings such as max_epochs, devices, num_nodes may change; a learning rate with "
+                "`--resume_new_rates '[KEY]'`), or start a new run."
+            )
+        for key in accepted:
+            self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
+
+    @override
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        trainer = super().instantiate_trainer(**kwargs)
+        if self.subcommand != "fit":
+            return trainer
+        callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
+        if not any(isinstance(c, ResumableTraining) for c in callbacks):
+            callbacks.append(ResumableTraining())
+        folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
+        callbacks.append(RunLock(folder))
+        if resumed and self.config[self.subcommand].get("resume_new_rates"):
+            callbacks.append(NewLearningRates())
+        if trainer.checkpoint_callback is not None:
+            _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
+        if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
+            continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
+        return trainer
+
+    def before_fit(self) -> None:
+        """Validate once before training (the step-0 baseline), unless resuming or switched off."""
+        config = self.config[self.subcommand]
+        if config.get("ckpt_path"):
+            return  # a resumed run: its baseline was logged by the run that wrote the checkpoint
+        # FaultTolerance is an OnExceptionCheckpoint, so Lightning reads `ckpt_path=None` as "last", warns that "the
+        # last model of the previous fit call will be used", then that there is no last checkpoint. A fresh run's
+        # directory has none (a resumed run passes its checkpoint explicitly): both warnings would only mislead.
+        for message in (r"`\.fit\(ckpt_path=None\)` was called without a model",
+                        r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint'):  # fmt: skip
+            warnings.filterwarnings("ignore", message=message, module=_CHECKPOINT_CONNECTOR)
+        self.datamodule.check_batch_sampler()  # a bad sampler setting stops the run before the baseline validation
+        if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:
+            self.trainer.validate(self.model, datamodule=self.datamodule, verbose=False)
+
+    def before_predict(self) -> None:
+        """Add the writer of ``--predictions_path`` unless the config has one; predictions are written as they are
+        computed, not also kept in memory (``return_predictions`` defaults to false)."""
+        callbacks: list[Callback] = self.trainer.callbacks  # type: ignore[attr-defined]
+        if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
+            callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
+        if self.config_init[self.subcommand].get("return_predictions") is None:
+            self.config_init[self.subcommand]["return_predictions"] = False
+
+
+def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> None:
+    """The run's :class:`RunCheckpoint` (``--checkpoint.*``) and :class:`FaultTolerance` unless configured; a
+    ``ModelCheckpoint`` of the same folder keeps only its best checkpoints (``last.ckpt`` is the schedule's)."""
+    if not any(isinstance(c, RunCheckpoint) for c in callbacks):
+        callbacks.append(RunCheckpoint(folder, **(settings.as_dict() if settings is not None else {})))
+    if not any(isinstance(c, FaultTolerance) for c in callbacks):
+        callbacks.append(FaultTolerance(folder))
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.dirpath in (None, str(folder.resolve())):
+            callback.save_last = False
+
+
+@contextmanager
+def _command_line(args: list[str]) -> Iterator[None]:
+    """Run with ``sys.argv`` set to ``args``: LightningCLI then parses them as its own command line."""
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else "ranklit", *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
+    args = sys.argv[1:] if args is None else list(args)
+    if args[:1] == ["configs"]:
+        print_configs()
+        return
+    args = resolve_config_paths(args)
+    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
+        with user_errors():
+            check_command_line(args[1:])
+            data_check.main(args[1:])
+    if old := renamed_keys(args):
+        moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
+        sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
+        raise SystemExit(2)
+    warning_filters.install(args)
+    with _command_line(args), user_errors(), refusals_and_stops():
+        check_command_line(args)
+        RanklitCLI(
+            RetrievalModule,
+            RetrievalDataModule,
+            parser_kwargs={
+                "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
+                "`ranklit data check --config X` reads every image of a config's datasets."
+            },
+        )
+

@@ -1,0 +1,144 @@
+"""The command line's side of resuming: which run folder and checkpoint a ``ranklit fit`` continues, and its refusals.
+
+``--resume true`` (or ``--ckpt_path last``) continues the newest ``version_<n>`` of the logger's ``<save_dir>/<name>``
+that has a resumable checkpoint (or the configured ``version``), from its newest checkpoint that loads
+(:func:`ranklit.cli._runs.latest_checkpoint`; each newer one skipped is named on stderr with the reason). An
+explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder wherever
+it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
+
+A resume is refused, with one line on stderr and exit code 2, when another live process trains the run
+(:mod:`ranklit.callbacks._locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
+continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`); the files of the run are then left as they
+were (:class:`ranklit.cli._runs.RunSnapshot`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch.utilities import rank_zero_only
+
+from ranklit.callbacks._locks import RunLocked, lock_holder
+from ranklit.callbacks._resume import ResumeRefused
+from ranklit.cli._runs import RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
+from ranklit.training.stops import exit_code
+
+__all__ = ["ResumeRequest", "find_resume", "refusals_and_stops"]
+
+_FOLDER_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # loggers whose run folder is save_dir/name/version
+_snapshots: list[RunSnapshot] = []  # the run folder of this process's resume, to restore on a refusal
+
+
+@dataclass
+class ResumeRequest:
+    """What a resumed ``fit`` continues: the run ``folder`` (``None``: a new version) and its checkpoint."""
+
+    folder: Path | None
+    point: ResumePoint = field(default_factory=ResumePoint)
+
+
+def _rank_zero_process() -> bool:
+    """Whether this process is (or will be) global rank 0: the one that writes the run's files."""
+    node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")))
+    return getattr(rank_zero_only, "rank", 0) == 0 and node == 0
+
+
+def experiment_folder(config: Any) -> tuple[Path | None, Any]:
+    """``<save_dir>/<name>`` of the (first) configured logger and the logger's config; Lightning's default logger's
+    folder (``lightning_logs``) and ``None``; ``(None, None)`` without a logger."""
+    logger = config.trainer.get("logger")
+    if isinstance(logger, list):
+        logger = logger[0] if logger else False
+    root = Path(config.trainer.get("default_root_dir") or ".")
+    if logger is False:
+        return None, None
+    init_args = getattr(logger, "init_args", None)
+    if init_args is None:
+        return root / "lightning_logs", None
+    return Path(init_args.get("save_dir") or root) / str(init_args.get("name") or ""), logger
+
+
+def _candidate_folders(config: Any, experiment: Path | None, version: Any) -> list[Path]:
+    if experiment is None:
+        return [Path(config.trainer.get("default_root_dir") or ".")]
+    if version is not None:
+        return [experiment / (version if isinstance(version, str) else f"version_{version}")]
+    return [experiment / f"version_{n}" for n in run_versions(experiment)]
+
+
+def find_resume(config: Any) -> ResumeRequest | None:
+    """The run and checkpoint a ``fit`` config continues (module docstring); sets ``config.ckpt_path`` and the
+    logger's folder to them. ``None`` when the command resumes nothing."""
+    _snapshots.clear()
+    experiment, logger = experiment_folder(config)
+    logger_args = getattr(logger, "init_args", None)
+    if config.get("resume") or config.get("ckpt_path") == "last":
+        version = logger_args.get("version") if logger_args is not None else None
+        request = ResumeRequest(None)
+        for folder in _candidate_folders(config, experiment, version):
+            point = latest_checkpoint(folder / "checkpoints")
+            for line in point.skipped:
+                sys.stderr.write(f"Skipping {line}.\n")
+            if point.path is not None:
+                request = ResumeRequest(folder, point)
+                break
+        if request.folder is None:
+            where = f"{experiment}/version_*/checkpoints" if version is None else f"{experiment}/{version}/checkpoints"
+            if config.get("ckpt_path") == "last":
+                raise ResumeRefused(
+                    f"`--ckpt_path last`: no checkpoint that loads ({', '.join(RESUMABLE)}) in {where}. Run without "
+                    "`--ckpt_path` to start a new run, or give the logger's `save_dir`/`name` of the run to resume."
+                )
+            sys.stderr.write(f"--resume: nothing to resume in {where}; starting a fresh run.\n")
+            return None
+        config.ckpt_path = str(request.point.path)
+        sys.stderr.write(f"Resuming {request.folder} from {request.point.path}.\n")
+    elif config.get("ckpt_path"):
+        path = Path(config.ckpt_path)
+        run = path.resolve().parent.parent if path.resolve().parent.name == "checkpoints" else None
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # Lightning's own load names a bad file
+        request = ResumeRequest(run, ResumePoint(path, checkpoint))
+    else:
+        return None
+    if request.folder is not None:
+        _continue_folder(request.folder, experiment, logger)
+    return request
+
+
+def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
+    """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved)."""
+    if _rank_zero_process() and (holder := lock_holder(folder)):
+        raise RunLocked(f"{folder} is being trained by {holder}: wait for it or stop it, then resume.")
+    if _rank_zero_process():
+        _snapshots.append(RunSnapshot(folder))
+    if logger is None or not str(getattr(logger, "class_path", "")).endswith(_FOLDER_LOGGERS):
+        return
+    name = folder.name
+    version: int | str = int(name.removeprefix("version_")) if name.removeprefix("version_").isdigit() else name
+    if experiment is None or folder.resolve().parent != experiment.resolve():
+        logger.init_args.save_dir, logger.init_args.name = str(folder.parent.parent), folder.parent.name
+    logger.init_args.version = version
+
+
+@contextmanager
+def refusals_and_stops() -> Iterator[None]:
+    """Exit with ``128 + n`` after a stop by signal ``n`` (Lightning ends it with code 0, or 1 after a second
+    Ctrl-C), and turn a refused resume into one line on stderr and exit code 2, with the run's files put back."""
+    try:
+        yield
+    except SystemExit as stop:
+        if stop.code in (None, 0, 1) and (code := exit_code()) is not None:
+            raise SystemExit(code) from None
+        raise
+    except (ResumeRefused, RunLocked) as refusal:
+        for snapshot in _snapshots:
+            snapshot.restore()
+        sys.stderr.write(f"error: {refusal}\n")
+        raise SystemExit(2) from None

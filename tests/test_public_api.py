@@ -1,0 +1,50 @@
+"""The public API is the packages' ``__all__`` (CONTRIBUTING "The public API and deprecations"): a snapshot of every
+public name, so that a change to the API is a decision (with a CHANGELOG line), never an accident.
+
+To accept a change: ``python -m tests.test_public_api > tests/public_api.txt``, and say it in ``CHANGELOG.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+
+SNAPSHOT = Path(__file__).with_name("public_api.txt")
+PACKAGES = (
+    "ranklit",
+    "ranklit.errors",
+    "ranklit.functional",
+    "ranklit.losses",
+    "ranklit.metrics",
+    "ranklit.landmarks",
+    "ranklit.data",
+    "ranklit.models",
+    "ranklit.training",
+    "ranklit.callbacks",
+    "ranklit.viz",
+    "ranklit.cli",
+)
+
+
+def public_names() -> Iterator[str]:
+    """``package.name`` for every name in the ``__all__`` of each public package, sorted within each package."""
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in sorted(module.__all__):
+            getattr(module, name)  # every listed name exists
+            yield f"{package}.{name}"
+
+
+def test_the_public_names_are_the_snapshot() -> None:
+    actual, expected = list(public_names()), SNAPSHOT.read_text().split()
+    diff = "\n".join(difflib.unified_diff(expected, actual, "tests/public_api.txt", "the packages", lineterm=""))
+    assert actual == expected, (
+        f"The public API changed:\n{diff}\nIf this is intended, run `python -m tests.test_public_api > "
+        "tests/public_api.txt` and add a CHANGELOG.md line."
+    )
+
+
+if __name__ == "__main__":
+    print("\n".join(public_names()))  # noqa: T201
