@@ -8,8 +8,8 @@ from torch import Tensor, nn
 
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.losses._registry import register_loss
-from ranklit.losses.base import EmbeddingLoss
 from ranklit.losses._smooth_rank import SupAPLoss
+from ranklit.losses.base import EmbeddingLoss
 
 __all__ = ["LevelSumLoss"]
 
