@@ -114,16 +114,26 @@ class HAPPIERLoss(HAPLoss):
     The proxies, ``self.cluster.proxies``, are the module's only parameters: give them their own learning rate and
     schedule (authors: Adam lr 10 with cosine decay on SOP, 2e-5 on iNaturalist). Embeddings are L2-normalised
     first unless ``normalize=False``; ``include_self=True`` keeps the query in the H-AP term's ranking (the authors'
-    released code). Cost: :class:`HAPLoss` plus ``O(B C D)``.
+    released code). The H-AP options are :class:`HAPLoss`'s (the released configs: ``with_hrank=False,
+    offset=1.44``; iNaturalist ``offset=1.0, start=0.0``). Cost: :class:`HAPLoss` plus ``O(B C D)``.
 
     Args:
         num_classes: number of fine training classes (proxies); ``None``: set at fit time (see :class:`ClusterLoss`).
         embedding_dim: embedding dimension; ``None``: likewise.
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
-        alpha, tau, rho, delta, leak, beta, gamma, with_hrank, chunk_size, offset, start: the H-AP term's options,
-            as :class:`HAPLoss` (the released configs: ``with_hrank=False, offset=1.44``; iNaturalist
-            ``offset=1.0, start=0.0``).
+        alpha: relevance exponent (1, HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist).
+        tau: sigmoid temperature of ``H^-`` (0.01).
+        rho: slope of ``H^-`` beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        leak: slope of the lower bound ``H_lb`` on negative differences (10).
+        beta: slope of ``H_lb`` on positive differences (25).
+        gamma: ``H_lb`` just after 0, in ``[0, 1]`` (0.5).
+        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default); ``False``: the authors' configs, where
+            items of higher level get the exact step and no gradient.
+        chunk_size: queries per chunk (``None`` picks it from a memory budget).
+        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
         reducer: the reducer of both terms (each reduced, then weighted; the clustering term counts every query):
             ``"mean"`` (default), ``"class_balanced"``, ``"active"``, ``"none"`` (``[B]``) or a
             :class:`~ranklit.functional.Reducer`.

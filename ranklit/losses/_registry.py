@@ -95,12 +95,19 @@ def register_loss(
     variants = {"": {}} if examples is None else dict(examples)
 
     def record(cls: LossT) -> LossT:
-        if cls.__name__ in _LOSSES and _LOSSES[cls.__name__].cls is not cls:
-            raise ValueError(f"two losses are registered as {cls.__name__!r}: rename one of them")
+        known = _LOSSES.get(cls.__name__)
+        if known is not None and _where(known.cls) != _where(cls):  # a module imported again re-registers its class
+            raise ValueError(
+                f"two losses are registered as {cls.__name__!r} ({_where(known.cls)} and {_where(cls)}): rename one"
+            )
         _LOSSES[cls.__name__] = LossEntry(cls, summary, paper, variants, proxy, random, ap)
         return cls
 
     return record
+
+
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def list_losses(*, takes_reducer: bool | None = None) -> list[str]:

@@ -152,3 +152,11 @@ def test_queries_without_positive_are_skipped(name: str) -> None:
 def test_repr_shows_hyper_parameters() -> None:
     assert "tau=0.01, rho=100.0, delta=0.05" in repr(REGISTRY["SupAPLoss"]())
     assert "lam=0.5" in repr(REGISTRY["ROADMAPLoss"]())
+
+
+def test_a_second_loss_with_a_registered_name_is_refused() -> None:
+    """Two classes may not share a name in the registry (``__all__`` and the docs would show only one)."""
+    impostor = type("SupAPLoss", (EmbeddingLoss,), {"__module__": "mypackage.losses"})
+    with pytest.raises(ValueError, match="two losses are registered as 'SupAPLoss'"):
+        ranklit.losses.register_loss(summary="-", paper="-")(impostor)
+    assert loss_entry("SupAPLoss").cls is ranklit.losses.SupAPLoss
