@@ -1,4 +1,4 @@
-"""Private Lightning and torchmetrics API is used in ``ranklit/compat/`` only.
+"""Private Lightning and torchmetrics API is used in ``ranklit/_compat/`` only.
 
 The private names are read off live Lightning and torchmetrics objects (a trainer and its loops, a module, a
 datamodule, a callback, a checkpoint callback, a CSV logger, the CLI class, a metric), so the check follows the
@@ -21,7 +21,7 @@ from torchmetrics import Metric
 import ranklit
 
 PACKAGE = Path(ranklit.__file__).parent
-COMPAT = PACKAGE / "compat"
+COMPAT = PACKAGE / "_compat"
 
 
 class _Sum(Metric):
@@ -70,7 +70,7 @@ def test_private_api_only_in_the_compatibility_module(tmp_path: Path) -> None:
     assert {"_trainer", "_is_synced", "_data_fetcher"} <= private  # the scan sees what it must
     outside = [path for path in sorted(PACKAGE.rglob("*.py")) if COMPAT not in path.parents]
     found = [use for path in outside for use in _uses(path, private)]
-    assert not found, "private Lightning/torchmetrics API outside ranklit/compat/:\n" + "\n".join(found)
+    assert not found, "private Lightning/torchmetrics API outside ranklit/_compat/:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_a_private_access(tmp_path: Path) -> None:

@@ -44,6 +44,15 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     step = [*cli, "fit", "--config", "quickstart.yaml", *TINY, *synthetic_args(), "--trainer.fast_dev_run=1"]
     trained = _run(step, empty, site)
     assert trained.returncode == 0, trained.stderr[-3000:]
+    # `ranklit data prepare` from the installed wheel against a local server (issue 26)
+    from tests.cli.prepare.archives import MINIATURES
+    from tests.cli.prepare.helpers import source_args
+    from tests.cli.prepare.server import Served, serving
+
+    files = MINIATURES["cub"](tmp_path / "cub_files")
+    with serving(Served(files={f"/{name}": content for name, content in files.items()})) as served:
+        prepared = _run([*cli, "data", "prepare", "cub", "--root", "CUB", *source_args(served, files)], empty, site)
+    assert prepared.returncode == 0 and f"--data.root {empty / 'CUB'}" in prepared.stdout, prepared.stderr[-2000:]
 
 
 def test_ci_tests_the_lower_bounds_of_pyproject() -> None:

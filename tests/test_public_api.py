@@ -37,6 +37,43 @@ def public_names() -> Iterator[str]:
             yield f"{package}.{name}"
 
 
+# The modules whose names are public besides the packages' own: the extension points the API pages document
+# (CONTRIBUTING "The public API and deprecations"). Every other module starts with `_`.
+PUBLIC_MODULES = {
+    "ranklit.errors",
+    "ranklit.functional.reducers",
+    "ranklit.functional.binary_metrics",
+    "ranklit.functional.inputs",
+    "ranklit.functional.loss_utils",
+    "ranklit.functional.ranking",
+    "ranklit.functional.relevance",
+    "ranklit.functional.sample_ids",
+    "ranklit.functional.ties",
+    "ranklit.losses.base",
+    "ranklit.data.decoding",
+    "ranklit.data.sampler_base",
+    "ranklit.data.transforms",
+    "ranklit.data.datasets.base",
+    "ranklit.data.datasets.validation",
+    "ranklit.landmarks.descriptors",
+    "ranklit.landmarks.ground_truth",
+    "ranklit.landmarks.neighbours",
+    "ranklit.landmarks.postprocess",
+    "ranklit.training.stops",
+}
+
+
+def test_every_other_module_is_internal() -> None:
+    root = SNAPSHOT.parent.parent
+    modules = {
+        ".".join(path.relative_to(root).with_suffix("").parts)
+        for path in (root / "ranklit").rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    }
+    public = {m for m in modules if not any(part.startswith("_") for part in m.split("."))}
+    assert public == PUBLIC_MODULES, "a module is public (no `_`) without being a documented extension point"
+
+
 def test_the_public_names_are_the_snapshot() -> None:
     actual, expected = list(public_names()), SNAPSHOT.read_text().split()
     diff = "\n".join(difflib.unified_diff(expected, actual, "tests/public_api.txt", "the packages", lineterm=""))

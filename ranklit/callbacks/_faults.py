@@ -40,8 +40,8 @@ from torch import Tensor
 from typing_extensions import override
 
 from ranklit._checks import check_positive_int
+from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
-from ranklit.compat.lightning import batch_progress
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite"]

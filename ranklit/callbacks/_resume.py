@@ -41,7 +41,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from typing_extensions import override
 
-from ranklit.compat.lightning import batch_progress, training_data_fetcher
+from ranklit._compat.lightning import batch_progress, training_data_fetcher
 
 __all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_states"]
 

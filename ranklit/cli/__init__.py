@@ -5,6 +5,7 @@
 - :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
 - :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli._data_check` — ``ranklit data check``.
+- :mod:`ranklit.cli._prepare` — ``ranklit data prepare`` (download, verify, unpack, lay out a benchmark dataset).
 
 The command needs the training stack (``pip install "ranklit[train]"``); the core install (losses, metrics) does not
 have it, and :func:`main` then says so in one line (exit 2) instead of a traceback. This module imports nothing of the

@@ -42,6 +42,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._locks import RunLock
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
@@ -49,12 +50,12 @@ from ranklit.callbacks._predictions import EmbeddingWriter
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
+from ranklit.cli import _prepare as prepare
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
-from ranklit.compat.lightning import CheckpointSettingsCLI
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
 
@@ -240,6 +241,10 @@ def main(args: list[str] | None = None) -> None:
         print_configs()
         return
     args = resolve_config_paths(args)
+    if args[:2] == ["data", "prepare"]:  # `ranklit data prepare NAME --root DIR`: ranklit.cli._prepare
+        with user_errors():
+            prepare.main(args[2:])
+        return
     if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
         with user_errors():
             check_command_line(args[1:])
@@ -256,7 +261,8 @@ def main(args: list[str] | None = None) -> None:
             RetrievalDataModule,
             parser_kwargs={
                 "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
-                "`ranklit data check --config X` reads every image of a config's datasets."
+                "`ranklit data check --config X` reads every image of a config's datasets; `ranklit data prepare NAME "
+                "--root DIR` downloads and lays out a benchmark dataset."
             },
         )
 

@@ -17,7 +17,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit._checks import check_chunk_size, check_flag
-from ranklit.compat.torchmetrics import metric_is_synced, synced_states
+from ranklit._compat.torchmetrics import metric_is_synced, synced_states
 from ranklit.functional._metrics import (
     check_average,
     check_cutoffs,

@@ -12,7 +12,7 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
 from typing_extensions import override
 
-from ranklit.compat.lightning import attached_trainer
+from ranklit._compat.lightning import attached_trainer
 from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics

@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 
-from ranklit.compat.lightning import skip_ddp_gradient_sync
+from ranklit._compat.lightning import skip_ddp_gradient_sync
 from ranklit.training._distributed import average_gradients, is_distributed
 
 __all__ = ["prepare_ddp", "manual_optimization_step", "step_lr_schedulers"]

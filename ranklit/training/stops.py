@@ -39,7 +39,7 @@ import torch.distributed as dist
 from lightning.pytorch.plugins.environments import SLURMEnvironment
 from typing_extensions import override
 
-from ranklit.compat.lightning import SignalConnector, cluster_environment, replace_signal_connector, request_stop
+from ranklit._compat.lightning import SignalConnector, cluster_environment, replace_signal_connector, request_stop
 
 __all__ = ["StopSignals", "agree_to_stop", "exit_code", "stop_requested", "stopped_by"]
 

@@ -6,8 +6,8 @@ Each function or class names what it reaches into and the versions it was checke
 reads, writes or overrides a private attribute of a Lightning or torchmetrics object. When a release moves one of
 these, this package is the one place to change.
 
-- :mod:`ranklit.compat.torchmetrics`: metric synchronisation flags (no Lightning import, so ``ranklit.metrics`` stays
+- :mod:`ranklit._compat.torchmetrics`: metric synchronisation flags (no Lightning import, so ``ranklit.metrics`` stays
   importable without Lightning);
-- :mod:`ranklit.compat.lightning`: the trainer's loops, signal connector and cluster environment, LightningCLI's
+- :mod:`ranklit._compat.lightning`: the trainer's loops, signal connector and cluster environment, LightningCLI's
   checkpoint-settings step, DDP's gradient-sync flag.
 """
