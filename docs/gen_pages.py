@@ -1,5 +1,6 @@
-"""Generated at every docs build (mkdocs-gen-files): the figures from ``ranklit.viz``, the config reference page, and
-checks that no loss, metric or config is left without its page.
+"""Generated at every docs build (mkdocs-gen-files): the figures from ``ranklit.viz``, the config reference page, the
+losses index table and the losses' nav entries (from the ``@register_loss`` declarations), and checks that no loss,
+metric or config is left without its page.
 
 Run by ``mkdocs build`` / ``mkdocs serve``; nothing generated is committed, so the pages never drift from the code.
 """
@@ -18,6 +19,7 @@ from torch.nn.functional import normalize
 import ranklit.losses
 import ranklit.metrics
 from ranklit.data import PKSampler
+from ranklit.losses import list_losses, loss_entry
 from ranklit.metrics import decomposability_gap
 from ranklit.viz import gap_figure, step_functions_figure
 
@@ -92,13 +94,55 @@ def config_reference() -> None:
         out.write("\n".join(lines))
 
 
+def _loss_page(name: str) -> Path:
+    """The page of docs/api/losses/ that documents the loss ``name``: ``::: ranklit.losses.NAME`` on a line, or
+    ``::: ranklit.losses.MODULE.NAME`` (a loss whose name is not imported statically by ``ranklit/losses/__init__.py``
+    is found by mkdocstrings in its module only)."""
+    pattern = re.compile(rf"^::: ranklit\.losses\.(\w+\.)?{name}$", flags=re.M)
+    pages = [path for path in sorted((DOCS / "api" / "losses").glob("*.md")) if pattern.search(path.read_text())]
+    if not pages:
+        raise SystemExit(f"docs/gen_pages.py: `ranklit.losses.{name}` has no page in docs/api/losses/")
+    return pages[0]
+
+
+def losses_index() -> None:
+    """The losses table of ``api/losses/index.md`` and the losses' entries of the nav, from the registry: one row and
+    one entry per ``@register_loss`` declaration (``ranklit.losses.list_losses()``), in the order of the names."""
+    rows = ["| loss | what it optimises | paper |", "|---|---|---|"]
+    entries = []
+    for name in list_losses():
+        entry, page = loss_entry(name), _loss_page(name)
+        rows.append(f"| [{name}]({page.name}) | {entry.summary} | {entry.paper} |")
+        entries.append({name: f"api/losses/{page.name}"})
+    index = (DOCS / "api" / "losses" / "index.md").read_text()
+    marker = next(line for line in index.splitlines() if line.startswith("<!-- losses-table"))
+    with mkdocs_gen_files.open("api/losses/index.md", "w") as out:
+        out.write(index.replace(marker, "\n".join(rows)))
+    section = _losses_section(mkdocs_gen_files.config["nav"])
+    if section is None:
+        raise SystemExit("docs/gen_pages.py: mkdocs.yml's nav has no section holding api/losses/index.md")
+    position = section.index("api/losses/index.md") + 1
+    section[position:position] = entries
+
+
+def _losses_section(nav: list) -> list | None:
+    """The list of the nav that holds ``api/losses/index.md``."""
+    for item in nav:
+        for children in item.values() if isinstance(item, dict) else ():
+            if isinstance(children, list):
+                found = children if "api/losses/index.md" in children else _losses_section(children)
+                if found is not None:
+                    return found
+    return None
+
+
 def check_coverage() -> None:
     """Fail the build when a public loss or metric has no API page, or a config is missing from the reproduction."""
     problems = []
     pages = "\n".join(p.read_text() for p in (DOCS / "api").rglob("*.md"))
     for module in (ranklit.losses, ranklit.metrics):
         for name in module.__all__:
-            if f"::: {module.__name__}.{name}" not in pages:
+            if not re.search(rf"^::: {module.__name__}\.(\w+\.)?{name}$", pages, flags=re.M):
                 problems.append(f"`{module.__name__}.{name}` has no API page (add `::: {module.__name__}.{name}`)")
     reproducing = (DOCS / "reproducing.md").read_text()
     for path in sorted((ROOT / "configs").glob("*.yaml")):
@@ -109,5 +153,6 @@ def check_coverage() -> None:
 
 
 check_coverage()
+losses_index()
 figures()
 config_reference()

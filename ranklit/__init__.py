@@ -1,10 +1,12 @@
 """ranklit: train image-retrieval models by directly optimising ranking metrics.
 
-Sub-packages (import what you need; ``ranklit.losses`` and ``ranklit.metrics`` do not import Lightning):
+Sub-packages (import what you need; ``ranklit.losses``, ``ranklit.metrics`` and ``ranklit.landmarks`` need the core
+install only: torch, torchmetrics, numpy):
 
 - :mod:`ranklit.functional` — pure torch losses, metrics and ranking machinery.
 - :mod:`ranklit.losses` — ``nn.Module`` losses (ROADMAP, Smooth-AP, FastAP, listwise AP, BlackBox AP, HAPPIER, ...).
 - :mod:`ranklit.metrics` — torchmetrics ``Metric`` classes (mAP, mAP@R, Recall@k, H-AP, ASI, NDCG, ...).
+- :mod:`ranklit.landmarks` — the landmark test-time pipeline: descriptors on disk, whitening, α-QE / DBA, Revisited.
 - :mod:`ranklit.data` — datasets, P×K and hierarchical samplers, transforms, the ``RetrievalDataModule``.
 - :mod:`ranklit.models` — timm backbone + pooling + embedding head, and the ``RetrievalModule``.
 - :mod:`ranklit.training` — DDP gather, cross-batch memory, multistage backprop.

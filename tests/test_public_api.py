@@ -29,19 +29,26 @@ PACKAGES = (
 
 
 def public_names() -> Iterator[str]:
-    """``package.name`` for every name in the ``__all__`` of each public package, sorted within each package."""
+    """``package.name`` for every name in the ``__all__`` of each public package, sorted within each package, except
+    the losses and metrics: each is declared by its registry (``@register_loss`` / ``@register_metric``), which fills
+    ``__all__``, the tests and the docs from that one declaration (adding a loss touches its four files only)."""
+    from ranklit.losses import list_losses
+    from ranklit.metrics import list_metrics
+
+    registered = {f"ranklit.losses.{name}" for name in list_losses()} | {f"ranklit.metrics.{n}" for n in list_metrics()}
     for package in PACKAGES:
         module = importlib.import_module(package)
         for name in sorted(module.__all__):
             getattr(module, name)  # every listed name exists
-            yield f"{package}.{name}"
+            if f"{package}.{name}" not in registered:
+                yield f"{package}.{name}"
 
 
 # The modules whose names are public besides the packages' own: the extension points the API pages document
 # (CONTRIBUTING "The public API and deprecations"). Every other module starts with `_`.
 PUBLIC_MODULES = {
     "ranklit.errors",
-    "ranklit.checks",
+    "ranklit.functional.reducers",
     "ranklit.functional.binary_metrics",
     "ranklit.functional.inputs",
     "ranklit.functional.loss_utils",

@@ -40,7 +40,7 @@ from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 
 __all__ = ["AtomicCheckpointIO", "RunCheckpoint", "flush_loggers", "rotated_name", "use_atomic_writes"]
 
@@ -115,7 +115,7 @@ class RunCheckpoint(Checkpoint):
     ) -> None:
         for name, value in (("every_n_steps", every_n_steps), ("keep_latest", keep_latest)):
             if value is not None:
-                positive_int(value, f"checkpoint.{name}")
+                check_positive_int(f"checkpoint.{name}", value)
         if every_minutes is not None and not every_minutes > 0:
             raise ValueError(f"`checkpoint.every_minutes` must be a positive number of minutes, got {every_minutes!r}.")
         self.dirpath = Path(dirpath)

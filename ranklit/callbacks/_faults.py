@@ -39,9 +39,9 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
+from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
-from ranklit.checks import positive_int
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite"]
@@ -78,7 +78,7 @@ class FaultTolerance(OnExceptionCheckpoint):
         check_every_n_steps: int = 1,
     ) -> None:
         super().__init__(dirpath, filename)
-        positive_int(check_every_n_steps, "check_every_n_steps")
+        check_positive_int("check_every_n_steps", check_every_n_steps)
         self.check_every_n_steps = check_every_n_steps
         self._first_step: int | None = None  # the global step this `fit` started training from
 

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from torch import Tensor
 from typing_extensions import override
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.viz import dataset_images, figure_to_array, ranking_grid, retrieve
 
 __all__ = ["RankingGridLogger"]
@@ -50,9 +50,9 @@ class RankingGridLogger(Callback):
     def __init__(
         self, num_queries: int = 8, top_k: int = 5, every_n_epochs: int = 1, key: str = "val/rankings"
     ) -> None:
-        self.num_queries = positive_int(num_queries, "num_queries")
-        self.top_k = positive_int(top_k, "top_k")
-        self.every_n_epochs = positive_int(every_n_epochs, "every_n_epochs")
+        self.num_queries = check_positive_int("num_queries", num_queries)
+        self.top_k = check_positive_int("top_k", top_k)
+        self.every_n_epochs = check_positive_int("every_n_epochs", every_n_epochs)
         self.key = key
         self._store: dict[int, list[tuple[Tensor, Tensor, Tensor]]] = {}
         self._active = False

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.data.sampler_base import label_matrix, option
 
 __all__ = [
@@ -38,7 +38,7 @@ def epoch_length(value: int | str, named: dict[str, float]) -> float:
             choices = " or ".join(repr(name) for name in named)
             raise ValueError(f"{option('batches_per_epoch')} must be a positive integer or {choices}, got {value!r}.")
         return named[value]
-    return positive_int(value, "batches_per_epoch")
+    return check_positive_int("batches_per_epoch", value)
 
 
 def class_members(fine: Tensor) -> list[Tensor]:

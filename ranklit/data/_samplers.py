@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.data._class_draws import (
     class_members,
     classes_with_super_class,
@@ -191,7 +191,9 @@ class HierarchicalSampler(EpochBatchSampler):
         if self.p % 2:
             raise ValueError(f"`p` must be even (p // 2 fine classes from each of two super-classes), got {p}.")
         per_pair = batches_per_super_pair
-        self.batches_per_super_pair = None if per_pair is None else positive_int(per_pair, "batches_per_super_pair")
+        self.batches_per_super_pair = (
+            None if per_pair is None else check_positive_int("batches_per_super_pair", per_pair)
+        )
         members, supers_of_class = classes_with_super_class(labels, super_column)
         usable = eligible_classes(members, self.k, small_classes, "HierarchicalSampler")
         half = self.p // 2

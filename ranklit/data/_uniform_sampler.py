@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.data.sampler_base import EpochBatchSampler, batches_per_rank, label_matrix
 
 __all__ = ["UniformBatchSampler"]
@@ -46,7 +46,7 @@ class UniformBatchSampler(EpochBatchSampler):
         world_size: int | None = None,
         drop_last: bool = False,
     ) -> None:
-        self.setup_batches(positive_int(batch_size, "batch_size"), 1, seed, rank, world_size, drop_last)
+        self.setup_batches(check_positive_int("batch_size", batch_size), 1, seed, rank, world_size, drop_last)
         self.num_items = label_matrix(labels, 1).shape[0]
         full = self.num_items / self.batch_size
         self._per_pass = math.floor(full) if self.drop_last else math.ceil(full)

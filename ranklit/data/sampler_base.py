@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import Sampler
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 
 __all__ = [
     "EpochBatchSampler",
@@ -37,7 +37,7 @@ def process_group(rank: int | None, world_size: int | None) -> tuple[int, int]:
         world_size = dist.get_world_size() if running else 1
     if rank is None:
         rank = dist.get_rank() if running else 0
-    positive_int(world_size, "world_size")
+    check_positive_int("world_size", world_size)
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
         raise ValueError(f"`rank` must be an integer in [0, world_size={world_size}), got {rank!r}.")
     return rank, world_size
@@ -154,7 +154,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         """Called by a subclass's ``__init__``: batches of ``p × k`` images (``k=1`` for batches not built from
         classes), the seed of epoch 0, this process's ``rank`` among ``world_size`` (``None``: the running process
         group's, else 0 of 1) and whether an incomplete last batch is dropped."""
-        self.p, self.k = positive_int(p, "p"), positive_int(k, "k")
+        self.p, self.k = check_positive_int("p", p), check_positive_int("k", k)
         self.batch_size = self.p * self.k
         self.seed, self.epoch, self.drop_last = int(seed), 0, bool(drop_last)
         self.rank, self.world_size = process_group(rank, world_size)

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.transforms import InterpolationMode, v2
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 
 __all__ = [
     "full_size_transform",
@@ -33,7 +33,7 @@ IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
 
 def _size(value: int, name: str) -> int:
-    return positive_int(value, name, " number of pixels")
+    return check_positive_int(name, value, " number of pixels")
 
 
 def _interpolation(name: str) -> InterpolationMode:

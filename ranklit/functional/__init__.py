@@ -2,7 +2,8 @@
 
 Public modules are the losses' and metrics' math and the extension points a contributor builds on: ``inputs.py``
 (``RetrievalInputs``, ``prepare_inputs``), ``loss_utils.py``, ``ranking.py`` (``map_query_chunks``),
-``binary_metrics.py`` (the one table where a binary metric is declared), ``ties.py`` (``TiedPositives``, what a
+``reducers.py`` (``Reducer``: per-query terms to a loss), ``binary_metrics.py`` (the one table where a binary metric is
+declared), ``ties.py`` (``TiedPositives``, what a
 declared metric receives) and ``sample_ids.py`` (shared by the cross-batch memory and the decomposability gap). The
 machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_counting``, ``_positive_ranks``,
 ``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``.
@@ -16,6 +17,14 @@ from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional._proxies import cluster_loss, csl_loss
 from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional._triplet import triplet_loss
+from ranklit.functional.reducers import (
+    ActiveReducer,
+    ClassBalancedReducer,
+    MeanReducer,
+    NoReducer,
+    Reducer,
+    get_reducer,
+)
 
 __all__ = [
     # losses
@@ -33,6 +42,13 @@ __all__ = [
     "cluster_loss",
     "csl_loss",
     "triplet_loss",
+    # reducers (per-query terms -> the loss)
+    "Reducer",
+    "MeanReducer",
+    "ClassBalancedReducer",
+    "ActiveReducer",
+    "NoReducer",
+    "get_reducer",
     # metrics
     "retrieval_metrics",
 ]

@@ -21,47 +21,51 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_score_masks, query_mean, require_positive_queries
+from ranklit._checks import check_int_at_least
+from ranklit.functional.loss_utils import check_score_masks, reduce_ap_loss, require_positive_queries
+from ranklit.functional.reducers import Reducer
 
-__all__ = ["fastap_loss", "softbin_ap_loss", "check_num_bins"]
-
-
-def check_num_bins(name: str, value: int, minimum: int) -> int:
-    """Raise ``ValueError`` unless ``value`` is an int ``>= minimum``.
-
-    >>> check_num_bins("num_bins", 10, 1)
-    10
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}.")
-    return value
+__all__ = ["fastap_loss", "softbin_ap_loss"]
 
 
-def fastap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, *, num_bins: int = 10) -> Tensor:
+def fastap_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    num_bins: int = 10,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
+) -> Tensor:
     """FastAP loss (Cakir et al., CVPR 2019, Eq. 14): ``1 - mean_q FastAP_q`` on distances ``z = 2 - 2s``::
 
         FastAP_q = (1/N+_q) sum_{l=0..K} h+_l H+_l / H_l,   K + 1 triangular bins of width 4/K centred at 4l/K
 
-    Queries without a positive are dropped. Gradients come from autograd: the authors' hand-written backward
-    returns ``N/2`` times the true gradient and ignores ``grad_output`` (deliberately not reproduced).
+    Queries without a positive are dropped; the terms ``1 - FastAP_q`` of the others go to the ``reducer``
+    (:mod:`ranklit.functional.reducers`; ``"mean"``: the formula). Gradients come from autograd: the authors'
+    hand-written backward returns ``N/2`` times the true gradient and ignores ``grad_output`` (deliberately not
+    reproduced).
 
     Args:
         scores: ``[Q, N]`` cosine similarities of L2-normalised embeddings.
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of each query's retrieval set (``None`` = all).
         num_bins: ``K`` (10); ``K + 1`` bin centres.
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
-        Scalar loss in ``[0, 1]``. Cost: time and memory ``O(Q (N + K))``.
+        Scalar loss in ``[0, 1]`` (``[Q]`` with ``reducer="none"``). Cost: time and memory ``O(Q (N + K))``.
 
     Example:
         >>> s = torch.tensor([[0.9, -0.9, 0.8]])
         >>> round(fastap_loss(s, torch.tensor([[True, False, True]])).item(), 4)
         0.0
     """
-    num_bins = check_num_bins("num_bins", num_bins, 1)
+    num_bins = check_int_at_least("num_bins", num_bins, 1)
     per_query, has_positive = _binned_ap(2.0 - 2.0 * scores, 0.0, 4.0 / num_bins, num_bins + 1, positives, valid, False)
-    return 1.0 - query_mean(per_query, has_positive)
+    return reduce_ap_loss(per_query, has_positive, reducer, query_classes)
 
 
 def softbin_ap_loss(
@@ -71,6 +75,7 @@ def softbin_ap_loss(
     *,
     num_bins: int = 20,
     tie_aware: bool = False,
+    reducer: str | Reducer = "mean",
     query_classes: Tensor | None = None,
 ) -> Tensor:
     """Listwise AP loss (Revaud et al., ICCV 2019, Eq. 7-12): ``1 - mAP_Q`` with ``M`` soft bins over ``[-1, 1]``::
@@ -78,11 +83,11 @@ def softbin_ap_loss(
         b_m = 1 - (m-1) Delta,  Delta = 2/(M-1),  AP_Q = sum_m P_m dr_m,  P_m = H+_m / H_m,  dr_m = h+_m / N+
 
     ``tie_aware=True`` uses the precision of Eq. 13 (``mAP_T``):
-    ``P_m = (1 + h+_m + 2 H+_{m-1}) / (1 + h_m + 2 H_{m-1})``. With ``query_classes`` (``[Q]`` class ids), queries
-    are weighted so that every class of the batch weighs the same (paper §4.2); otherwise all queries with a positive
-    weigh the same. Queries without a positive are skipped. The authors' code keeps the two end bins flat beyond the
-    end centres; the kernel here is triangular everywhere ([spec §2][spec-losses]): it differs only for scores out of
-    ``[-1, 1]``.
+    ``P_m = (1 + h+_m + 2 H+_{m-1}) / (1 + h_m + 2 H_{m-1})``. Queries without a positive are skipped; the terms
+    ``1 - AP_q`` of the others go to the ``reducer`` (``"mean"``: all queries weigh the same; ``"class_balanced"``
+    with ``query_classes``: every class of the batch weighs the same, the paper's §4.2). The authors' code keeps the
+    two end bins flat beyond the end centres; the kernel here is triangular everywhere ([spec §2][spec-losses]): it
+    differs only for scores out of ``[-1, 1]``.
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
@@ -90,28 +95,21 @@ def softbin_ap_loss(
         valid: ``[Q, N]`` bool mask of each query's retrieval set (``None`` = all).
         num_bins: ``M`` (20), at least 2.
         tie_aware: use the tie-aware precision ``mAP_T`` (off by default).
-        query_classes: ``[Q]`` class ids for class-balanced query weights (``None``: off).
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
-        Scalar loss in ``[0, 1]``. Cost: time and memory ``O(Q (N + M))``.
+        Scalar loss in ``[0, 1]`` (``[Q]`` with ``reducer="none"``). Cost: time and memory ``O(Q (N + M))``.
 
     Example:
         >>> s = torch.tensor([[0.9, -0.9, 0.8]])
         >>> round(softbin_ap_loss(s, torch.tensor([[True, False, True]])).item(), 4)
         0.0
     """
-    num_bins = check_num_bins("num_bins", num_bins, 2)
+    num_bins = check_int_at_least("num_bins", num_bins, 2)
     per_query, has_positive = _binned_ap(scores, 1.0, -2.0 / (num_bins - 1), num_bins, positives, valid, tie_aware)
-    if query_classes is None:
-        return 1.0 - query_mean(per_query, has_positive)
-    if not isinstance(query_classes, Tensor) or query_classes.shape != (scores.shape[0],):
-        raise ValueError(
-            f"`query_classes` must be a [Q] = [{scores.shape[0]}] tensor of class ids, got {query_classes!r}."
-        )
-    _, inverse = torch.unique(query_classes[has_positive], return_inverse=True)
-    per_class = torch.zeros(int(inverse.max()) + 1, dtype=scores.dtype, device=scores.device)
-    weights = 1.0 / per_class.index_add(0, inverse, torch.ones_like(per_query[has_positive]))[inverse]
-    return 1.0 - (weights * per_query[has_positive]).sum() / weights.sum()
+    return reduce_ap_loss(per_query, has_positive, reducer, query_classes)
 
 
 def _binned_ap(

@@ -18,13 +18,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.functional.loss_utils import (
-    check_in_range,
-    check_positive,
-    check_score_masks,
-    query_mean,
-    require_positive_queries,
-)
+from ranklit._checks import check_in_range, check_positive
+from ranklit.functional.loss_utils import check_score_masks, reduce_ap_loss, require_positive_queries
+from ranklit.functional.reducers import Reducer
 
 __all__ = ["blackbox_ap_loss", "descending_ranks"]
 
@@ -70,6 +66,8 @@ def blackbox_ap_loss(
     *,
     lam: float = 4.0,
     margin: float = 0.02,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
 ) -> Tensor:
     """BlackBox AP loss (Rolínek et al., "Optimizing rank-based metrics with blackbox differentiation", CVPR 2020)::
 
@@ -78,7 +76,8 @@ def blackbox_ap_loss(
     with both rankings differentiated as blackboxes with interpolation strength ``lam``. Before ranking, scores are
     shifted by a random margin ``s - margin * |N(0, 1)| * (y - 1/2)`` (positives lowered, negatives raised, as in the
     authors' code), so the ranking must hold with a margin; pass ``margin=0`` for the plain loss (the module does
-    so in eval mode). Queries without a positive are skipped; the query is not in its own ranking
+    so in eval mode). Queries without a positive are skipped (the terms ``1 - AP_q`` of the others go to the
+    ``reducer``); the query is not in its own ranking
     ([spec §0][spec-conventions]).
 
     Args:
@@ -87,9 +86,12 @@ def blackbox_ap_loss(
         valid: ``[Q, N]`` bool mask of each query's retrieval set (``None`` = all).
         lam: blackbox interpolation strength (4).
         margin: scale of the random score margin (0.02), ``>= 0``.
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
-        Scalar loss in ``[0, 1)``. Cost: time ``O(Q N log N)``, memory ``O(Q N)``.
+        Scalar loss in ``[0, 1)`` (``[Q]`` with ``reducer="none"``). Cost: time ``O(Q N log N)``, memory ``O(Q N)``.
 
     Example:
         >>> s = torch.tensor([[0.9, 0.1, 0.8]])
@@ -107,4 +109,4 @@ def blackbox_ap_loss(
     ranks_pos = _BlackBoxRanks.apply(scores, positives, lam) * positives.sum(dim=1, keepdim=True)
     ratio = torch.where(positives, ranks_pos / torch.where(positives, ranks, torch.ones_like(ranks)), 0.0)
     ap = ratio.sum(dim=1) / positives.sum(dim=1).clamp(min=1)
-    return 1.0 - query_mean(ap, has_positive)
+    return reduce_ap_loss(ap, has_positive, reducer, query_classes)

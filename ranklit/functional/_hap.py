@@ -19,19 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_in_range, check_positive
 from ranklit.functional._smooth_rank import SupAPOptions
-from ranklit.functional.loss_utils import (
-    check_in_range,
-    check_positive,
-    check_score_masks,
-    query_mean,
-    resolve_chunk_size,
-)
+from ranklit.functional.loss_utils import check_score_masks, reduce_ap_loss, resolve_chunk_size
 from ranklit.functional.ranking import (
     heaviside,
     linear_lower_step,
@@ -40,6 +34,7 @@ from ranklit.functional.ranking import (
     selected_differences,
     supap_upper_step,
 )
+from ranklit.functional.reducers import Reducer
 from ranklit.functional.relevance import relevance
 
 __all__ = ["HAPOptions", "hap_surrogate", "hap_loss"]
@@ -49,9 +44,9 @@ _INTERMEDIATES = 4
 
 @dataclass(frozen=True)
 class HAPOptions(SupAPOptions):
-    """The keyword options of the H-AP surrogate, validated: the one definition that :func:`hap_surrogate`,
-    :func:`hap_loss`, :class:`ranklit.losses.HAPLoss` and :class:`ranklit.losses.HAPPIERLoss` take as ``**options``
-    (the ``ranklit`` CLI lists each one under ``model.loss.init_args`` and refuses a misspelt key).
+    """The options of the H-AP surrogate, validated in one place: :func:`hap_surrogate`, :func:`hap_loss`,
+    :class:`ranklit.losses.HAPLoss` and :class:`ranklit.losses.HAPPIERLoss` take them as explicit keywords (same names
+    and defaults, checked by the tests) and validate them here.
 
     The rank uses SupAP's upper bound ``H^-``, so its options (``tau``, ``rho``, ``delta``, ``chunk_size``,
     ``offset``, ``start``) are those of :class:`ranklit.functional.SupAPOptions`, with the same defaults
@@ -75,7 +70,7 @@ class HAPOptions(SupAPOptions):
         >>> HAPOptions(gamma=2.0)
         Traceback (most recent call last):
         ...
-        ValueError: `gamma` must be a number in [0.0, 1.0], got 2.0.
+        ranklit.errors.UserError: `gamma` must be a number in [0.0, 1.0], got 2.0.
     """
 
     alpha: float = 1.0
@@ -128,7 +123,22 @@ def _hap_per_query(
 
 
 def hap_surrogate(
-    scores: Tensor, levels: Tensor, num_levels: int, valid: Tensor | None = None, **options: Any
+    scores: Tensor,
+    levels: Tensor,
+    num_levels: int,
+    valid: Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    leak: float = 10.0,
+    beta: float = 25.0,
+    gamma: float = 0.5,
+    with_hrank: bool = True,
+    chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
 ) -> tuple[Tensor, Tensor]:
     """Surrogate H-AP of every query (HAPPIER Eq. 5), differentiable with respect to ``scores``.
 
@@ -138,8 +148,20 @@ def hap_surrogate(
         num_levels: ``L``, the number of label columns.
         valid: ``[Q, N]`` bool, ``False`` for items removed from the query's ranking (the query itself); all kept
             when ``None``.
-        **options: the keyword options of :class:`HAPOptions` (``alpha``, ``tau``, ``rho``, ``delta``, ``leak``,
-            ``beta``, ``gamma``, ``with_hrank``, ``chunk_size``, ``offset``, ``start``; the paper's values by default).
+        alpha: relevance exponent of HAPPIER Eq. 4 (1; HAPPIER_F: 5 on SOP, 3 on iNaturalist).
+        tau: temperature of the sigmoid of ``H^-`` (0.01).
+        rho: slope of ``H^-`` beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        leak: slope of the lower bound ``H_lb`` on negative differences (10).
+        beta: slope of ``H_lb`` on positive differences (25).
+        gamma: value of ``H_lb`` just after 0, in ``[0, 1]`` (0.5).
+        with_hrank: bound ``H-rank`` with ``H_lb`` on items of higher level (the paper); ``False``: the exact,
+            gradient-free step there (the authors' configs).
+        chunk_size: queries per chunk (``None``: from a memory budget).
+        offset: value of ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5).
+
+    The options are validated by :class:`HAPOptions`.
 
     Returns:
         ``(hap, has_relevant)``, both ``[Q]``: the surrogate H-AP (0 for a query without relevant item) and whether
@@ -155,7 +177,10 @@ def hap_surrogate(
         >>> round(float(hap), 4), ok.tolist()
         (1.0, [True])
     """
-    opts = HAPOptions(**options)
+    opts = HAPOptions(
+        alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
+        chunk_size=chunk_size, offset=offset, start=start,
+    )  # fmt: skip
     if not isinstance(levels, Tensor) or levels.is_floating_point() or levels.shape != getattr(scores, "shape", None):
         got = f"{levels.dtype} {tuple(levels.shape)}" if isinstance(levels, Tensor) else type(levels).__name__
         raise ValueError(f"`levels` must be an integer tensor of the scores' shape [Q, N], got {got}.")
@@ -172,10 +197,31 @@ def hap_surrogate(
     return hap, has_relevant
 
 
-def hap_loss(scores: Tensor, levels: Tensor, num_levels: int, valid: Tensor | None = None, **options: Any) -> Tensor:
+def hap_loss(
+    scores: Tensor,
+    levels: Tensor,
+    num_levels: int,
+    valid: Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    leak: float = 10.0,
+    beta: float = 25.0,
+    gamma: float = 0.5,
+    with_hrank: bool = True,
+    chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
+) -> Tensor:
     """H-AP surrogate loss ``mean_q (1 - H-AP^s_q)`` over the queries that have a relevant item.
 
-    Arguments as :func:`hap_surrogate` (the keyword options: :class:`HAPOptions`). Raises ``ValueError`` when no
+    Arguments as :func:`hap_surrogate`, plus the ``reducer`` the terms ``1 - H-AP^s_q`` go to (``"mean"``,
+    ``"class_balanced"`` with ``query_classes`` the ``[Q]`` finest classes, ``"active"``, ``"none"`` or a
+    :class:`~ranklit.functional.Reducer`; ``"mean"`` gives the formula). Raises ``ValueError`` when no
     query has a relevant item (a batch of singletons: sample it with ``ranklit.data.PKSampler``, K >= 2, or the
     hierarchical sampler). With ``H_lb`` the surrogate H-rank can be negative, so the loss may exceed 1 on badly
     ranked batches.
@@ -186,11 +232,14 @@ def hap_loss(scores: Tensor, levels: Tensor, num_levels: int, valid: Tensor | No
         >>> round(float(hap_loss(scores, levels, num_levels=2)), 4)
         0.7001
     """
-    hap, has_relevant = hap_surrogate(scores, levels, num_levels, valid, **options)
+    hap, has_relevant = hap_surrogate(
+        scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta,
+        gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start,
+    )  # fmt: skip
     if not bool(has_relevant.any()):
         raise ValueError(
             "No query has a relevant item (level >= 1: same label at the coarsest column) in its retrieval set, so "
             "the H-AP loss is undefined. Sample batches with several images per class, e.g. "
             "`ranklit.data.PKSampler(labels, p, k)` with k >= 2, or `ranklit.data.HierarchicalSampler`."
         )
-    return 1.0 - query_mean(hap, has_relevant)
+    return reduce_ap_loss(hap, has_relevant, reducer, query_classes)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_choice
+from ranklit._checks import check_choice
 
 __all__ = ["AVERAGES", "check_average", "check_cutoffs", "check_junk", "check_recall_at", "metrics_chunk_size"]
 
@@ -44,7 +44,7 @@ def check_average(average: str) -> str:
     """
     meaning = "the mean over the queries, or over the classes of the per-class means: pytorch-metric-learning's "
     meaning += "avg_of_avgs"
-    return check_choice(average, AVERAGES, "average", meaning)
+    return check_choice("average", average, AVERAGES, meaning)
 
 
 def metrics_chunk_size(

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_chunk_size
 from ranklit.functional._hierarchical_metrics import (
     hierarchical_query_metrics,
     level_binary_metrics,
@@ -45,7 +46,6 @@ from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.inputs import (
-    check_chunk_size,
     check_distinct_ids,
     check_hierarchy,
     levels_between,
@@ -207,7 +207,7 @@ def retrieval_metric_tensors(
     """
     cutoffs = {"recall_at": check_recall_at(recall_at), "ndcg_at": check_cutoffs(ndcg_at, "ndcg_at")}
     ties, average = check_ties(ties), check_average(average)
-    check_chunk_size(chunk_size)
+    check_chunk_size("chunk_size", chunk_size)
     x = prepare_inputs(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
         normalize=normalize,

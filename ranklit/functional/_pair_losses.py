@@ -10,21 +10,30 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_in_range, check_score_masks, query_mean, require_positive_queries
+from ranklit._checks import check_in_range
+from ranklit.errors import UserError
+from ranklit.functional.loss_utils import check_score_masks, require_positive_queries
+from ranklit.functional.reducers import MeanReducer, Reducer, get_reducer
 
 __all__ = ["calibration_loss", "contrastive_loss", "check_margins", "check_reduction", "CALIBRATION_REDUCTIONS"]
 
 CALIBRATION_REDUCTIONS = ("query", "batch_active")
 
 
-def check_reduction(reduction: str) -> str:
-    """Raise ``ValueError`` unless ``reduction`` is one of :data:`CALIBRATION_REDUCTIONS`.
+def check_reduction(reduction: str, reducer: str | Reducer = "mean") -> str:
+    """``reduction`` if it is one of :data:`CALIBRATION_REDUCTIONS` and, for ``"batch_active"`` (a mean over the pairs
+    of the batch, not over queries), ``reducer`` is ``"mean"``.
 
     >>> check_reduction("batch_active")
     'batch_active'
     """
     if reduction not in CALIBRATION_REDUCTIONS:
-        raise ValueError(f"`reduction` must be one of {CALIBRATION_REDUCTIONS}, got {reduction!r}.")
+        raise UserError(f"`reduction` must be one of {CALIBRATION_REDUCTIONS}, got {reduction!r}.")
+    if reduction == "batch_active" and not isinstance(get_reducer(reducer), MeanReducer):
+        raise UserError(
+            f"reduction='batch_active' averages the hinges over the pairs of the whole batch, so it takes no per-query "
+            f"reducer (got {reducer!r}): use reduction='query' with that reducer, or reducer='mean'."
+        )
     return reduction
 
 
@@ -53,6 +62,8 @@ def calibration_loss(
     alpha: float = 0.9,
     beta: float = 0.6,
     reduction: str = "query",
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
 ) -> Tensor:
     """Calibration loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 7)::
 
@@ -62,7 +73,8 @@ def calibration_loss(
         reduction="batch_active" (the authors' released code):
         L = sum_{(q,j) in P} [alpha - s_qj]_+ / #{(q,j) in P: active}  +  sum_{(q,j) in N} [s_qj - beta]_+ / #{N active}
 
-    With ``"query"``, queries without a positive are skipped and a query without a negative has a zero negative term.
+    With ``"query"``, queries without a positive are skipped and a query without a negative has a zero negative term;
+    the per-query terms go to the ``reducer`` (``"mean"``: the formula above).
     ``"batch_active"`` is what the ROADMAP code computes (pytorch-metric-learning's ``ContrastiveLoss(pos_margin=alpha,
     neg_margin=beta)`` on cosine similarities with its ``AvgNonZeroReducer``): each hinge term is averaged over the
     pairs of the **whole batch** where it is active (non-zero), then the two are added; a term with no active pair
@@ -74,12 +86,11 @@ def calibration_loss(
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
         alpha: positives are pushed above ``alpha`` (0.9). beta: negatives below ``beta`` (0.6).
-        reduction: ``"query"`` (paper's Eq. 7) or ``"batch_active"`` (authors' code).
-
-    Args:
-        scores: ``[Q, N]`` cosine similarities.
-        positives: ``[Q, N]`` bool positives mask.
-        valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
+        reduction: ``"query"`` (paper's Eq. 7) or ``"batch_active"`` (authors' code, a mean over pairs: only with
+            ``reducer="mean"``).
+        reducer: what the per-query terms of ``"query"`` go to: ``"mean"``, ``"class_balanced"``, ``"active"``,
+            ``"none"`` or a :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
         Scalar loss. Cost: time and memory ``O(Q N)``.
@@ -90,7 +101,7 @@ def calibration_loss(
         0.15
     """
     check_margins("alpha", alpha, "beta", beta)
-    reduction = check_reduction(reduction)
+    reduction = check_reduction(reduction, reducer)
     pos_hinge, neg_hinge, positives, negatives, has_positive = _hinges(
         scores, positives, valid, alpha, beta, require_positive=reduction == "query"
     )
@@ -98,7 +109,7 @@ def calibration_loss(
         pos_active, neg_active = (pos_hinge > 0).sum().clamp(min=1), (neg_hinge > 0).sum().clamp(min=1)
         return pos_hinge.sum() / pos_active + neg_hinge.sum() / neg_active
     per_query = _masked_mean(pos_hinge, positives) + _masked_mean(neg_hinge, negatives)
-    return query_mean(per_query, has_positive)
+    return get_reducer(reducer)(per_query, has_positive, query_classes)
 
 
 def contrastive_loss(
@@ -108,18 +119,24 @@ def contrastive_loss(
     *,
     pos_margin: float = 1.0,
     neg_margin: float = 0.5,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
 ) -> Tensor:
     """Contrastive (pair) loss with cosine similarities (Hadsell et al. 2006, in the form of Wang et al., XBM 2020)::
 
         L = mean_q [ sum_{j in P_q} [pos_margin - s_j]_+  +  sum_{j in N_q} [s_j - neg_margin]_+ ]
 
-    With the default ``pos_margin = 1`` the positive term is ``1 - s_j``. Queries without a positive are skipped.
+    With the default ``pos_margin = 1`` the positive term is ``1 - s_j``. Queries without a positive are skipped; the
+    per-query sums go to the ``reducer`` (``"mean"``: the formula above).
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of the items in each query's retrieval set (``None`` = all).
         pos_margin: similarity positives are pulled to (1.0). neg_margin: negatives are pushed below it (0.5).
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
         Scalar loss. Cost: time and memory ``O(Q N)``.
@@ -131,7 +148,8 @@ def contrastive_loss(
     """
     check_margins("pos_margin", pos_margin, "neg_margin", neg_margin)
     pos_hinge, neg_hinge, _, _, has_positive = _hinges(scores, positives, valid, pos_margin, neg_margin)
-    return query_mean(pos_hinge.sum(dim=1) + neg_hinge.sum(dim=1), has_positive)
+    per_query = pos_hinge.sum(dim=1) + neg_hinge.sum(dim=1)
+    return get_reducer(reducer)(per_query, has_positive, query_classes)
 
 
 def _hinges(

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ranklit.functional.loss_utils import check_positive
+from ranklit._checks import check_positive
+from ranklit.functional.reducers import Reducer, get_reducer
 
 __all__ = ["check_class_ids", "cluster_loss", "csl_loss"]
 
@@ -35,7 +36,14 @@ def check_class_ids(class_ids: Tensor, num_classes: int, name: str = "labels") -
         )
 
 
-def cluster_loss(embeddings: Tensor, class_ids: Tensor, proxies: Tensor, temperature: float = 0.05) -> Tensor:
+def cluster_loss(
+    embeddings: Tensor,
+    class_ids: Tensor,
+    proxies: Tensor,
+    temperature: float = 0.05,
+    *,
+    reducer: str | Reducer = "mean",
+) -> Tensor:
     """Clustering loss of HAPPIER (Ramzi et al., ECCV 2022, Eq. 6): a softmax cross-entropy over normalised proxies::
 
         L = mean_i -log( exp(<v_i, p_{y_i}> / sigma) / sum_z exp(<v_i, p_z> / sigma) ),   p_z = proxy_z / |proxy_z|
@@ -45,9 +53,11 @@ def cluster_loss(embeddings: Tensor, class_ids: Tensor, proxies: Tensor, tempera
         class_ids: ``[B]`` fine class ids in ``[0, C)``.
         proxies: ``[C, D]`` unnormalised proxies (one per fine class).
         temperature: ``sigma`` (HAPPIER: 0.05).
+        reducer: what the per-embedding cross-entropies go to (:mod:`ranklit.functional.reducers`; ``"mean"``: the
+            formula, ``"class_balanced"``: by ``class_ids``, ``"none"``: the ``[B]`` vector).
 
     Returns:
-        Scalar loss. Cost: ``O(B C D)`` time, ``O(B C)`` memory.
+        Scalar loss (``[B]`` with ``reducer="none"``). Cost: ``O(B C D)`` time, ``O(B C)`` memory.
 
     Example:
         >>> proxies = torch.eye(2)
@@ -57,7 +67,8 @@ def cluster_loss(embeddings: Tensor, class_ids: Tensor, proxies: Tensor, tempera
     check_positive("temperature", temperature)
     check_class_ids(class_ids, proxies.shape[0])
     logits = embeddings @ F.normalize(proxies.to(embeddings.dtype), dim=1).T / temperature
-    return F.cross_entropy(logits, class_ids)
+    terms = F.cross_entropy(logits, class_ids, reduction="none")
+    return get_reducer(reducer)(terms, torch.ones_like(class_ids, dtype=torch.bool), class_ids)
 
 
 def csl_loss(

@@ -17,18 +17,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_chunk_size
+from ranklit._checks import check_chunk_size, check_in_range, check_positive
 from ranklit.functional.loss_utils import (
-    check_in_range,
     check_offset,
-    check_positive,
     check_score_masks,
-    query_mean,
+    reduce_ap_loss,
     require_positive_queries,
     resolve_chunk_size,
 )
@@ -40,16 +37,17 @@ from ranklit.functional.ranking import (
     sigmoid_step,
     supap_upper_step,
 )
+from ranklit.functional.reducers import Reducer
 
 __all__ = ["SupAPOptions", "smooth_ap_loss", "supap_loss"]
 
 
 @dataclass(frozen=True)
 class SupAPOptions:
-    """The keyword options of SupAP's upper bound ``H^-`` ([spec §2][spec-supap]), validated: the one definition that
-    :func:`supap_loss`, :class:`ranklit.losses.SupAPLoss` and :class:`ranklit.losses.ROADMAPLoss` take as ``**options``
-    and that :class:`ranklit.functional.HAPOptions` extends (the ``ranklit`` CLI lists each one under
-    ``model.loss.init_args`` and refuses a misspelt key).
+    """The options of SupAP's upper bound ``H^-`` ([spec §2][spec-supap]), validated in one place: :func:`supap_loss`,
+    :class:`ranklit.losses.SupAPLoss` and :class:`ranklit.losses.ROADMAPLoss` take them as explicit keywords (same
+    names and defaults, checked by the tests) and validate them here; :class:`ranklit.functional.HAPOptions` extends
+    them.
 
     ``tau``, ``rho``, ``delta`` > 0 and ``offset``, ``start`` >= 0 keep ``H^-`` a step function bounded below by the
     sigmoid; a wrong value raises ``ValueError`` naming it, an unknown keyword ``TypeError``.
@@ -71,7 +69,7 @@ class SupAPOptions:
         >>> SupAPOptions(delta=0.0)
         Traceback (most recent call last):
         ...
-        ValueError: `delta` must be a finite number > 0, got 0.0.
+        ranklit.errors.UserError: `delta` must be a finite number > 0, got 0.0.
     """
 
     tau: float = 0.01
@@ -89,7 +87,7 @@ class SupAPOptions:
         """Every field's validated value (a subclass adds its own fields')."""
         positive = {name: check_positive(name, getattr(self, name)) for name in ("tau", "rho", "delta")}
         return positive | {
-            "chunk_size": check_chunk_size(self.chunk_size),
+            "chunk_size": check_chunk_size("chunk_size", self.chunk_size),
             "offset": check_offset(self.offset),
             "start": check_in_range("start", self.start, 0.0, math.inf),
         }
@@ -102,6 +100,8 @@ def smooth_ap_loss(
     *,
     tau: float = 0.01,
     chunk_size: int | None = None,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
 ) -> Tensor:
     """Smooth-AP loss (Brown et al., ECCV 2020): every Heaviside step replaced by ``sigma(x / tau)``::
 
@@ -109,7 +109,8 @@ def smooth_ap_loss(
                                              / (1 + sum_{j in Omega_q, j!=k} sig(s_j - s_k))
 
     with ``sig(x) = sigma(x / tau)``, exponent clamped to ``+-50``. Unlike the authors' code the query is not part of
-    its own ranking ([spec §0][spec-conventions]). Queries without a positive are skipped.
+    its own ranking ([spec §0][spec-conventions]). Queries without a positive are skipped: the terms ``1 - AP_q`` of
+    the others go to the ``reducer`` (:mod:`ranklit.functional.reducers`; ``"mean"`` gives the formula above).
 
     Args:
         scores: ``[Q, N]`` cosine similarities of each query to its retrieval set.
@@ -118,9 +119,12 @@ def smooth_ap_loss(
             when ``None``.
         tau: sigmoid temperature (default 0.01).
         chunk_size: queries per chunk (default: :func:`~ranklit.functional.ranking.default_chunk_size`).
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
 
     Returns:
-        Scalar loss in ``[0, 1)``.
+        Scalar loss in ``[0, 1)`` (``[Q]`` with ``reducer="none"``).
 
     Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)`` with ``P`` the largest number of positives per query.
 
@@ -130,10 +134,24 @@ def smooth_ap_loss(
         0.0
     """
     tau = check_positive("tau", tau)
-    return _smooth_rank_loss(partial(_smooth_ap_chunk, tau=tau), scores, positives, valid, chunk_size)
+    ap, keep = _smooth_rank_ap(partial(_smooth_ap_chunk, tau=tau), scores, positives, valid, chunk_size)
+    return reduce_ap_loss(ap, keep, reducer, query_classes)
 
 
-def supap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, **options: Any) -> Tensor:
+def supap_loss(
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None = None,
+    *,
+    tau: float = 0.01,
+    rho: float = 100.0,
+    delta: float = 0.05,
+    chunk_size: int | None = None,
+    offset: float | None = None,
+    start: float = 0.5,
+    reducer: str | Reducer = "mean",
+    query_classes: Tensor | None = None,
+) -> Tensor:
     """SupAP loss (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 4-5): an upper bound of ``1 - AP``::
 
         L = 1 - mean_q (1/R_q) sum_{k in P_q} rank+(k) / (rank+(k) + sum_{j in N_q} H^-(s_j - s_k))
@@ -143,17 +161,28 @@ def supap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, *
     ``(0, delta]`` and a slope ``rho`` beyond ``delta``. Since ``H^- >= H`` off ties, ``L >= 1 - AP``; an exact tie
     of a negative with a positive (``H(0) = 1`` but ``H^-(0) = 0.5``) is the only exception. The defaults are the
     paper's; the authors' configs (``offset = 1.44``, on iNaturalist ``offset = 1.0, start = 0``) are the options
-    ``offset`` and ``start``. The query is excluded from its own ranking. Queries without a positive are skipped.
+    ``offset`` and ``start``. The query is excluded from its own ranking. Queries without a positive are skipped; the
+    terms ``1 - AP_q`` of the others go to the ``reducer``.
 
     Args:
         scores: ``[Q, N]`` cosine similarities.
         positives: ``[Q, N]`` bool positives mask.
         valid: ``[Q, N]`` bool mask of the items in each query's ranking (``None`` = all).
-        **options: the keyword options of :class:`SupAPOptions` (``tau``, ``rho``, ``delta``, ``chunk_size``,
-            ``offset``, ``start``; the paper's values by default).
+        tau: temperature of the sigmoid of ``H^-`` (0.01).
+        rho: slope of the linear part of ``H^-``, beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        chunk_size: queries per chunk (``None``: from a memory budget).
+        offset: value of ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44,
+            iNaturalist 1.0).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer`.
+        query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
+
+    The options are validated by :class:`SupAPOptions`.
 
     Returns:
-        Scalar loss in ``[0, 1)``.
+        Scalar loss in ``[0, 1)`` (``[Q]`` with ``reducer="none"``).
 
     Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)``.
 
@@ -162,21 +191,22 @@ def supap_loss(scores: Tensor, positives: Tensor, valid: Tensor | None = None, *
         >>> round(supap_loss(s, torch.tensor([[True, False, False]])).item(), 4)
         0.0
     """
-    opts = SupAPOptions(**options)
-    chunk_fn = partial(_supap_chunk, options=opts)
-    return _smooth_rank_loss(chunk_fn, scores, positives, valid, opts.chunk_size)
+    opts = SupAPOptions(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
+    ap, keep = _smooth_rank_ap(partial(_supap_chunk, options=opts), scores, positives, valid, opts.chunk_size)
+    return reduce_ap_loss(ap, keep, reducer, query_classes)
 
 
-def _smooth_rank_loss(
+def _smooth_rank_ap(
     chunk_fn: Callable[..., Tensor], scores: Tensor, positives: Tensor, valid: Tensor | None, chunk_size: int | None
-) -> Tensor:
+) -> tuple[Tensor, Tensor]:
+    """Per-query smooth AP ``[Q]`` and the ``[Q]`` mask of the queries with a positive."""
     valid = check_score_masks(scores, positives, valid)
     positives = positives & valid
     has_positive = require_positive_queries(positives)
     index, ranked = select_columns(positives)
     size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
     ap = map_query_chunks(chunk_fn, scores, positives, valid, index, ranked, chunk_size=size)
-    return 1.0 - query_mean(ap, has_positive)
+    return ap, has_positive
 
 
 def _others(index: Tensor, num_refs: int) -> Tensor:

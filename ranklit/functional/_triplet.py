@@ -22,8 +22,8 @@ from functools import partial
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_positive
 from ranklit.functional.loss_utils import (
-    check_positive,
     check_score_masks,
     require_positive_queries,
     resolve_chunk_size,

@@ -22,15 +22,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_flag
+
 __all__ = [
     "RetrievalInputs",
     "prepare_inputs",
     "levels_between",
     "excluded_pairs",
     "compute_dtype",
-    "check_chunk_size",
-    "check_flag",
-    "check_choice",
     "check_embeddings",
     "check_labels",
     "check_ids",
@@ -164,45 +163,6 @@ def check_distinct_ids(ids: Tensor, name: str = "ids") -> None:
         )
 
 
-def check_chunk_size(chunk_size: int | None, name: str = "chunk_size") -> int | None:
-    """Raise ``ValueError`` unless ``chunk_size`` is ``None`` (automatic) or a positive int (``True`` is refused).
-
-    >>> check_chunk_size(64)
-    64
-    >>> check_chunk_size(True)
-    Traceback (most recent call last):
-    ...
-    ValueError: `chunk_size` must be a positive int (queries per chunk) or None (automatic), got True.
-    """
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(
-            f"`{name}` must be a positive int (queries per chunk) or None (automatic), got {chunk_size!r}."
-        )
-    return chunk_size
-
-
-def check_flag(value: bool, name: str) -> bool:
-    """Raise ``TypeError`` unless ``value`` is a bool (``normalize``, ``include_self``, ...).
-
-    >>> check_flag(True, "normalize")
-    True
-    """
-    if not isinstance(value, bool):
-        raise TypeError(f"`{name}` must be True or False, got {value!r}.")
-    return value
-
-
-def check_choice(value: str, choices: tuple[str, ...], name: str, meaning: str) -> str:
-    """Raise ``ValueError`` unless ``value`` is one of ``choices``; ``meaning`` says what the choices are.
-
-    >>> check_choice("class", ("query", "class"), "average", "the mean over queries or classes")
-    'class'
-    """
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {choices} ({meaning}), got {value!r}.")
-    return value
-
-
 def check_hierarchy(labels: Tensor, name: str = "labels") -> None:
     """Raise ``ValueError`` if two rows share a label at column ``h`` but differ at a coarser column ``h + 1``.
 
@@ -245,7 +205,7 @@ def prepare_inputs(
     >>> x.queries.shape, x.query_labels.shape, x.query_ids.tolist()
     (torch.Size([4, 3]), torch.Size([4, 1]), [0, 1, 2, 3])
     """
-    check_flag(normalize, "normalize")
+    check_flag("normalize", normalize)
     check_embeddings(embeddings, "embeddings")
     labels = check_labels(labels, embeddings.shape[0], "labels")
     ids = check_ids(ids, embeddings.shape[0], "ids")

@@ -3,7 +3,9 @@
 Every functional loss takes ``scores`` ``[Q, N]`` (query ``q`` against item ``j`` of its retrieval set), a boolean
 ``positives`` mask ``[Q, N]`` and an optional boolean ``valid`` mask ``[Q, N]`` (``False`` = the item is removed from
 that query's ranking, e.g. the query itself). The helpers here validate those arguments and hyper-parameters with
-plain-sentence errors, and average per-query values over the queries that have a positive ([spec §0][spec-conventions]).
+plain-sentence errors, and end every AP loss the same way: its per-query terms ``1 - AP_q`` handed to a reducer
+(:mod:`ranklit.functional.reducers`; by default the mean over the queries that have a positive,
+[spec §0][spec-conventions]).
 """
 
 from __future__ import annotations
@@ -14,18 +16,16 @@ from typing import cast
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_chunk_size
+from ranklit._checks import check_chunk_size, check_in_range
 from ranklit.functional.ranking import default_chunk_size
+from ranklit.functional.reducers import Reducer, get_reducer
 
 __all__ = [
     "check_offset",
     "check_score_masks",
     "require_positive_queries",
-    "query_mean",
-    "check_positive",
-    "check_in_range",
+    "reduce_ap_loss",
     "resolve_chunk_size",
-    "check_chunk_size",
 ]
 
 _NO_POSITIVE = (
@@ -70,35 +70,22 @@ def require_positive_queries(positives: Tensor) -> Tensor:
     return has_positive
 
 
-def query_mean(values: Tensor, keep: Tensor) -> Tensor:
-    """Mean of the per-query ``values`` ``[Q]`` over the queries where ``keep`` is ``True`` (others are skipped).
+def reduce_ap_loss(
+    ap: Tensor, keep: Tensor, reducer: str | Reducer = "mean", query_classes: Tensor | None = None
+) -> Tensor:
+    """The ending of every AP loss: the per-query terms ``1 - AP_q`` handed to the ``reducer``
+    (:mod:`ranklit.functional.reducers`; ``"mean"``: ``1 - mean_{q in keep} AP_q``).
 
-    >>> query_mean(torch.tensor([1.0, 5.0, 3.0]), torch.tensor([True, False, True])).item()
-    2.0
+    Args:
+        ap: ``[Q]`` per-query (surrogate) AP.
+        keep: ``[Q]`` bool, the queries that count (those with a positive).
+        reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a :class:`Reducer`.
+        query_classes: ``[Q]`` finest class of each query (``"class_balanced"`` needs it).
+
+    >>> reduce_ap_loss(torch.tensor([1.0, 0.5, 0.0]), torch.tensor([True, True, False])).item()
+    0.25
     """
-    return torch.where(keep, values, torch.zeros_like(values)).sum() / keep.sum().clamp(min=1)
-
-
-def check_positive(name: str, value: float) -> float:
-    """Raise ``ValueError`` unless ``value`` is a finite number ``> 0``.
-
-    >>> check_positive("tau", 0.01)
-    0.01
-    """
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}.")
-    return float(value)
-
-
-def check_in_range(name: str, value: float, low: float, high: float) -> float:
-    """Raise ``ValueError`` unless ``low <= value <= high``.
-
-    >>> check_in_range("lam", 0.5, 0.0, 1.0)
-    0.5
-    """
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"`{name}` must be a number in [{low}, {high}], got {value!r}.")
-    return float(value)
+    return get_reducer(reducer)(1.0 - ap, keep, query_classes)
 
 
 def check_offset(offset: float | None) -> float | None:
@@ -118,7 +105,7 @@ def resolve_chunk_size(chunk_size: int | None, num_queries: int, row_width: int,
     """
     if chunk_size is None:
         return default_chunk_size(num_queries, row_width, num_refs)
-    return cast(int, check_chunk_size(chunk_size))
+    return cast(int, check_chunk_size("chunk_size", chunk_size))
 
 
 def _describe(value: object) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ranklit.functional.inputs import check_choice
+from ranklit._checks import check_choice
 
 __all__ = ["TIES", "TiedPositives", "check_ties", "group_bounds", "tie_positives", "strictly_above_thresholds"]
 
@@ -36,7 +36,7 @@ def check_ties(ties: str) -> str:
     """
     meaning = ("the value of a metric under the worst ordering of each group of equal scores, the mean over its "
                "orderings, or the best: docs/spec.md §0, Ranks and ties")  # fmt: skip
-    return check_choice(ties, TIES, "ties", meaning)
+    return check_choice("ties", ties, TIES, meaning)
 
 
 def strictly_above_thresholds(descending: Tensor) -> Tensor:

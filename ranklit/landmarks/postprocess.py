@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.landmarks._whitening import Whitening, learn_whitening
 from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
 from ranklit.landmarks.neighbours import top_k
@@ -48,7 +48,7 @@ __all__ = [
 def _check_alpha_k(alpha: float, k: int) -> None:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
         raise ValueError(f"`alpha` must be a number >= 0 (the paper uses 2), got {alpha!r}.")
-    positive_int(k, "k", " number of neighbours (the paper uses 10)")
+    check_positive_int("k", k, " number of neighbours (the paper uses 10)")
 
 
 def alpha_query_expansion(

@@ -7,11 +7,12 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive, check_positive_int
 from ranklit.functional._proxies import check_class_ids, cluster_loss
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.loss_utils import check_positive
-from ranklit.losses.base import EmbeddingLoss
+from ranklit.functional.reducers import Reducer
+from ranklit.losses._registry import register_loss
+from ranklit.losses.base import EmbeddingLoss, checked_reducer
 
 __all__ = ["ClusterLoss", "make_proxies", "sized_proxies"]
 
@@ -23,7 +24,7 @@ def make_proxies(num_classes: int, embedding_dim: int) -> nn.Parameter:
     torch.Size([3, 4])
     """
     for name, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
-        positive_int(value, name)
+        check_positive_int(name, value)
     bound = 1.0 / math.sqrt(embedding_dim)
     return nn.Parameter(torch.empty(num_classes, embedding_dim).uniform_(-bound, bound))
 
@@ -66,6 +67,7 @@ def check_proxy_dimension(queries: Tensor, proxies: Tensor) -> None:
         )
 
 
+@register_loss(summary="proxy clustering", paper="HAPPIER, ECCV 2022", proxy=True)
 class ClusterLoss(EmbeddingLoss):
     """HAPPIER's clustering loss: cross-entropy of ``<v, p_z> / temperature`` over the normalised fine-class proxies.
 
@@ -84,6 +86,8 @@ class ClusterLoss(EmbeddingLoss):
             :meth:`setup_classes` (``RetrievalModule`` does it from the training set before training).
         embedding_dim: embedding dimension ``D``; ``None``: as ``num_classes``.
         temperature: ``sigma`` (0.05).
+        reducer: what the per-embedding cross-entropies go to: ``"mean"`` (default), ``"class_balanced"``,
+            ``"active"``, ``"none"`` (``[B]``) or a :class:`~ranklit.functional.Reducer`.
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products with the
             normalised proxies).
 
@@ -103,11 +107,13 @@ class ClusterLoss(EmbeddingLoss):
         num_classes: int | None = None,
         embedding_dim: int | None = None,
         temperature: float = 0.05,
+        reducer: str | Reducer = "mean",
         normalize: bool = True,
     ) -> None:
         super().__init__(normalize=normalize)
         self.num_classes = num_classes
         self.temperature = check_positive("temperature", temperature)
+        self.reducer = checked_reducer(reducer)
         self.proxies = sized_proxies(None, num_classes, embedding_dim, type(self).__name__)
 
     def setup_classes(self, num_classes: int, embedding_dim: int) -> None:
@@ -120,14 +126,16 @@ class ClusterLoss(EmbeddingLoss):
         """:meth:`proxy_loss` of the queries (the retrieval set is not used)."""
         return self.proxy_loss(inputs.queries, inputs.query_labels)
 
-    def proxy_loss(self, queries: Tensor, query_labels: Tensor) -> Tensor:
-        """Loss of validated ``[B, D]`` queries (computation dtype) with ``[B, L]`` integer labels."""
+    def proxy_loss(self, queries: Tensor, query_labels: Tensor, reducer: str | Reducer | None = None) -> Tensor:
+        """Loss of validated ``[B, D]`` queries (computation dtype) with ``[B, L]`` integer labels (``reducer``:
+        ``None`` for the module's own)."""
         proxies = require_proxies(self.proxies, type(self).__name__)
         check_proxy_dimension(queries, proxies)
         check_class_ids(query_labels[:, 0], proxies.shape[0])
-        return cluster_loss(queries, query_labels[:, 0], proxies, self.temperature)
+        reducer = self.reducer if reducer is None else reducer
+        return cluster_loss(queries, query_labels[:, 0], proxies, self.temperature, reducer=reducer)
 
     def extra_repr(self) -> str:
         dim = None if self.proxies is None else self.proxies.shape[1]
-        options = f"temperature={self.temperature}, normalize={self.normalize}"
+        options = f"temperature={self.temperature}, reducer={self.reducer!r}, normalize={self.normalize}"
         return f"num_classes={self.num_classes}, embedding_dim={dim}, {options}"

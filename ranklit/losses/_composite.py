@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from torch import Tensor
 
+from ranklit._checks import check_in_range
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.loss_utils import check_in_range
+from ranklit.functional.reducers import Reducer
 from ranklit.losses._calibration import CalibrationLoss
+from ranklit.losses._registry import register_loss
 from ranklit.losses._smooth_rank import SupAPLoss
-from ranklit.losses.base import BinaryRetrievalLoss, binary_positives
+from ranklit.losses.base import BinaryRetrievalLoss, checked_reducer
 
 __all__ = ["ROADMAPLoss"]
 
 
+@register_loss(summary="SupAP + calibration", paper="ROADMAP, NeurIPS 2021")
 class ROADMAPLoss(BinaryRetrievalLoss):
     """ROADMAP (Ramzi et al., NeurIPS 2021, Eq. 2): ``(1 - lam) L_SupAP + lam L_calibr``.
 
@@ -36,15 +38,22 @@ class ROADMAPLoss(BinaryRetrievalLoss):
     weight both terms 1.0, twice the paper's ``(1 - lam, lam) = (0.5, 0.5)``.
 
     Args:
-        alpha, beta: :class:`CalibrationLoss` thresholds.
+        tau: sigmoid temperature of the SupAP term's ``H^-`` (0.01).
+        rho: slope of the linear part of ``H^-`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        chunk_size: queries per chunk of the SupAP term (``None``: from a memory budget).
+        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5, the paper).
+        alpha: :class:`CalibrationLoss` positive threshold (0.9).
+        beta: :class:`CalibrationLoss` negative threshold (0.6).
         lam: weight of the calibration loss, in ``[0, 1]``.
         calibration_reduction: :class:`CalibrationLoss` ``reduction`` (``"query"``, the paper; ``"batch_active"``).
+        weights: ``(w_SupAP, w_calibration)`` replacing ``(1 - lam, lam)`` (the released configs: ``(1.0, 1.0)``).
+        reducer: the reducer of both terms (each term reduced, then weighted): ``"mean"`` (default),
+            ``"class_balanced"``, ``"active"``, ``"none"`` (``[B]``) or a :class:`~ranklit.functional.Reducer`;
+            with ``calibration_reduction="batch_active"`` only ``"mean"``.
         normalize: L2-normalise the embeddings first (default ``True``).
         include_self: keep the query in the SupAP term's ranking (authors' code; default ``False``).
-        weights: ``(w_SupAP, w_calibration)`` replacing ``(1 - lam, lam)`` (the released configs: ``(1.0, 1.0)``).
-        **options: the SupAP term's options, defined and validated by :class:`ranklit.functional.SupAPOptions`:
-            ``tau``, ``rho``, ``delta`` (0.01, 100, 0.05), ``chunk_size`` (queries per chunk of the SupAP term;
-            ``None``: from a memory budget), ``offset``, ``start`` (the ``H^-`` jump; ``None`` and 0.5: the paper).
 
     Example:
         >>> import torch
@@ -57,27 +66,35 @@ class ROADMAPLoss(BinaryRetrievalLoss):
     def __init__(
         self,
         *,
+        tau: float = 0.01,
+        rho: float = 100.0,
+        delta: float = 0.05,
+        chunk_size: int | None = None,
+        offset: float | None = None,
+        start: float = 0.5,
         alpha: float = 0.9,
         beta: float = 0.6,
         lam: float = 0.5,
         calibration_reduction: str = "query",
+        weights: tuple[float, float] | None = None,
+        reducer: str | Reducer = "mean",
         normalize: bool = True,
         include_self: bool = False,
-        weights: tuple[float, float] | None = None,
-        **options: Any,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.weights = (1.0 - self.lam, self.lam) if weights is None else _check_weights(weights)
-        self.supap = SupAPLoss(**options)
-        self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction)
+        self.reducer = checked_reducer(reducer)
+        self.supap = SupAPLoss(
+            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, reducer=reducer
+        )
+        self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction, reducer=reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
-        supap = self.supap.binary_loss(scores, binary_positives(inputs, valid), valid)
+        supap = self.supap.retrieval_loss(scores, inputs, valid)
         self_pairs = inputs.self_pairs() if self.include_self else None
         pairs = valid if self_pairs is None else valid & ~self_pairs  # the calibration never pairs q with itself
-        positives = binary_positives(inputs, pairs, require=self.calibration.reduction == "query")
-        calibration = self.calibration.binary_loss(scores, positives, pairs)
+        calibration = self.calibration.retrieval_loss(scores, inputs, pairs)
         return self.weights[0] * supap + self.weights[1] * calibration
 
 

@@ -7,15 +7,22 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ranklit._checks import check_positive
 from ranklit.functional._proxies import check_class_ids, csl_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy
-from ranklit.functional.loss_utils import check_positive
 from ranklit.losses._cluster import check_proxy_dimension, require_proxies, sized_proxies
+from ranklit.losses._registry import register_loss
 from ranklit.losses.base import EmbeddingLoss
 
 __all__ = ["CSLLoss"]
 
 
+@register_loss(
+    summary="cross-scale margin softmax",
+    paper="Sun et al., CVPR 2021",
+    examples={"": {"margins": (0.25, 0.35)}},
+    proxy=True,
+)
 class CSLLoss(EmbeddingLoss):
     """Cross-Scale Learning: one proxy per fine class, a margin softmax per hierarchy level (see
     :func:`ranklit.functional.csl_loss`)::

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
-from typing import Any
+from dataclasses import asdict
 
 import torch
 from torch import Tensor
 
+from ranklit._checks import check_in_range
 from ranklit.functional._hap import HAPOptions, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
-from ranklit.functional.loss_utils import check_in_range
+from ranklit.functional.reducers import Reducer
 from ranklit.losses._cluster import ClusterLoss
-from ranklit.losses.base import RetrievalLoss
+from ranklit.losses._registry import register_loss
+from ranklit.losses.base import RetrievalLoss, checked_reducer
 
 __all__ = ["HAPLoss", "HAPPIERLoss"]
 
 
+@register_loss(
+    summary="smooth upper bound of 1 − H-AP",
+    paper="HAPPIER, ECCV 2022",
+    examples={"": {}, "without_hrank": {"with_hrank": False}},
+)
 class HAPLoss(RetrievalLoss):
     """Smooth upper bound of ``1 - H-AP`` (HAPPIER §3.2, Eq. 5); see :func:`ranklit.functional.hap_loss`.
 
@@ -31,15 +37,25 @@ class HAPLoss(RetrievalLoss):
     (never ``B x B x B``).
 
     Args:
+        alpha: relevance exponent (1, HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist).
+        tau: sigmoid temperature of ``H^-`` (0.01).
+        rho: slope of ``H^-`` beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        leak: slope of the lower bound ``H_lb`` on negative differences (10).
+        beta: slope of ``H_lb`` on positive differences (25).
+        gamma: ``H_lb`` just after 0, in ``[0, 1]`` (0.5).
+        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default); ``False``: the authors' configs, where
+            items of higher level get the exact step and no gradient.
+        chunk_size: queries per chunk (``None`` picks it from a memory budget).
+        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        reducer: what the per-query terms ``1 - H-AP_q`` go to: ``"mean"`` (default, over the queries with a
+            relevant item), ``"class_balanced"`` (by finest class), ``"active"``, ``"none"`` or a
+            :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking (authors' code; default ``False``, the paper).
-        **options: the surrogate's keyword options, defined and validated by :class:`ranklit.functional.HAPOptions`:
-            ``alpha`` (relevance exponent: 1, HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist); ``tau``,
-            ``rho``, ``delta`` (``H^-``: 0.01, 100, 0.05); ``leak``, ``beta``, ``gamma`` (``H_lb``: 10, 25, 0.5);
-            ``with_hrank`` (bound ``H-rank`` with ``H_lb`` as in the paper, the default; ``False``: the authors'
-            configs, where items of higher level get the exact step and no gradient); ``chunk_size`` (queries per
-            chunk; ``None`` picks it from a memory budget); ``offset``, ``start`` (the jump of ``H^-`` after
-            ``delta`` and on ``(0, delta]``; ``None`` and 0.5: the paper).
+
+    The options are validated by :class:`ranklit.functional.HAPOptions` (kept in ``self.options``).
 
     **Reproducing the authors' released code** ([spec §6][spec-released-code]; ``elias-ramzi/HAPPIER``, configs
     ``HAPPIER*.yaml``): ``HAPLoss(include_self=True, with_hrank=False, offset=1.44)``, and on iNaturalist
@@ -55,20 +71,41 @@ class HAPLoss(RetrievalLoss):
         1.0726
     """
 
-    def __init__(self, *, normalize: bool = True, include_self: bool = False, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        alpha: float = 1.0,
+        tau: float = 0.01,
+        rho: float = 100.0,
+        delta: float = 0.05,
+        leak: float = 10.0,
+        beta: float = 25.0,
+        gamma: float = 0.5,
+        with_hrank: bool = True,
+        chunk_size: int | None = None,
+        offset: float | None = None,
+        start: float = 0.5,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+        include_self: bool = False,
+    ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.options = HAPOptions(**options)
+        self.options = HAPOptions(
+            alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
+            chunk_size=chunk_size, offset=offset, start=start,
+        )  # fmt: skip
+        self.reducer = checked_reducer(reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         check_hierarchy(torch.cat([inputs.query_labels, inputs.ref_labels]))
         levels = levels_between(inputs.query_labels, inputs.ref_labels)
-        return hap_loss(scores, levels, inputs.num_levels, valid, **asdict(self.options))
+        return hap_loss(
+            scores, levels, inputs.num_levels, valid, **asdict(self.options), reducer=self.reducer,
+            query_classes=inputs.query_labels[:, 0],
+        )  # fmt: skip
 
-    def extra_repr(self) -> str:
-        options = ", ".join(f"{field.name}={getattr(self.options, field.name)}" for field in fields(self.options))
-        return f"{options}, normalize={self.normalize}, include_self={self.include_self}"
 
-
+@register_loss(summary="H-AP + clustering", paper="HAPPIER, ECCV 2022", proxy=True)
 class HAPPIERLoss(HAPLoss):
     """HAPPIER (Ramzi et al., ECCV 2022): ``(1 - lam) L_H-AP + lam L_clust`` with ``lam = 0.1``.
 
@@ -77,17 +114,31 @@ class HAPPIERLoss(HAPLoss):
     The proxies, ``self.cluster.proxies``, are the module's only parameters: give them their own learning rate and
     schedule (authors: Adam lr 10 with cosine decay on SOP, 2e-5 on iNaturalist). Embeddings are L2-normalised
     first unless ``normalize=False``; ``include_self=True`` keeps the query in the H-AP term's ranking (the authors'
-    released code). Cost: :class:`HAPLoss` plus ``O(B C D)``.
+    released code). The H-AP options are :class:`HAPLoss`'s (the released configs: ``with_hrank=False,
+    offset=1.44``; iNaturalist ``offset=1.0, start=0.0``). Cost: :class:`HAPLoss` plus ``O(B C D)``.
 
     Args:
         num_classes: number of fine training classes (proxies); ``None``: set at fit time (see :class:`ClusterLoss`).
         embedding_dim: embedding dimension; ``None``: likewise.
         lam: weight of the clustering loss, in ``[0, 1]`` (0.1; DyML-A uses 0.5).
         temperature: clustering temperature (0.05).
-        **options: :class:`HAPLoss` arguments: ``normalize`` (default ``True``), ``include_self`` (keep the query in
-            the H-AP term's ranking; default ``False``) and the H-AP options of
-            :class:`ranklit.functional.HAPOptions` (the released configs: ``with_hrank=False, offset=1.44``;
-            iNaturalist ``offset=1.0, start=0.0``).
+        alpha: relevance exponent (1, HAPPIER; HAPPIER_F uses 5 on SOP, 3 on iNaturalist).
+        tau: sigmoid temperature of ``H^-`` (0.01).
+        rho: slope of ``H^-`` beyond ``delta`` (100).
+        delta: where the linear part of ``H^-`` starts (0.05).
+        leak: slope of the lower bound ``H_lb`` on negative differences (10).
+        beta: slope of ``H_lb`` on positive differences (25).
+        gamma: ``H_lb`` just after 0, in ``[0, 1]`` (0.5).
+        with_hrank: bound ``H-rank`` with ``H_lb`` as in the paper (default); ``False``: the authors' configs, where
+            items of higher level get the exact step and no gradient.
+        chunk_size: queries per chunk (``None`` picks it from a memory budget).
+        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        reducer: the reducer of both terms (each reduced, then weighted; the clustering term counts every query):
+            ``"mean"`` (default), ``"class_balanced"``, ``"active"``, ``"none"`` (``[B]``) or a
+            :class:`~ranklit.functional.Reducer`.
+        normalize: L2-normalise the embeddings first (default ``True``).
+        include_self: keep the query in the H-AP term's ranking (authors' code; default ``False``).
 
     Example:
         >>> import torch
@@ -104,15 +155,31 @@ class HAPPIERLoss(HAPLoss):
         embedding_dim: int | None = None,
         lam: float = 0.1,
         temperature: float = 0.05,
-        **options: Any,
+        *,
+        alpha: float = 1.0,
+        tau: float = 0.01,
+        rho: float = 100.0,
+        delta: float = 0.05,
+        leak: float = 10.0,
+        beta: float = 25.0,
+        gamma: float = 0.5,
+        with_hrank: bool = True,
+        chunk_size: int | None = None,
+        offset: float | None = None,
+        start: float = 0.5,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
-        super().__init__(**options)
+        super().__init__(
+            alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
+            chunk_size=chunk_size, offset=offset, start=start, reducer=reducer, normalize=normalize,
+            include_self=include_self,
+        )  # fmt: skip
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.cluster = ClusterLoss(num_classes, embedding_dim, temperature=temperature)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         hap = super().retrieval_loss(scores, inputs, valid)
-        return (1.0 - self.lam) * hap + self.lam * self.cluster.proxy_loss(inputs.queries, inputs.query_labels)
-
-    def extra_repr(self) -> str:
-        return f"lam={self.lam}, {super().extra_repr()}"
+        cluster = self.cluster.proxy_loss(inputs.queries, inputs.query_labels, reducer=self.reducer)
+        return (1.0 - self.lam) * hap + self.lam * cluster

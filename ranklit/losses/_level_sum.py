@@ -7,11 +7,18 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from ranklit.functional.inputs import RetrievalInputs
+from ranklit.losses._registry import register_loss
+from ranklit.losses._smooth_rank import SupAPLoss
 from ranklit.losses.base import EmbeddingLoss
 
 __all__ = ["LevelSumLoss"]
 
 
+@register_loss(
+    summary="a binary loss summed over hierarchy levels",
+    paper="HAPPIER's Σ baselines",
+    examples={"": {"losses": SupAPLoss}},
+)
 class LevelSumLoss(EmbeddingLoss):
     """``sum_h loss_h(embeddings, labels[:, h])``: each binary loss sees positives = same label at column ``h``.
 
@@ -26,7 +33,6 @@ class LevelSumLoss(EmbeddingLoss):
 
     Example:
         >>> import torch
-        >>> from ranklit.losses import SupAPLoss
         >>> _ = torch.manual_seed(0)
         >>> emb = torch.randn(8, 4)
         >>> labels = torch.tensor([[0, 0], [0, 0], [1, 0], [1, 0], [2, 1], [2, 1], [3, 1], [3, 1]])

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional._pair_losses import check_margins, contrastive_loss
 from ranklit.functional._triplet import check_mining, triplet_loss
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.loss_utils import check_chunk_size, check_positive
-from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss, binary_positives
+from ranklit.functional.reducers import Reducer
+from ranklit.losses._registry import register_loss
+from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss, binary_positives, checked_reducer
 
 __all__ = ["ContrastiveLoss", "TripletLoss"]
 
 
+@register_loss(summary="pair loss", paper="baseline")
 class ContrastiveLoss(BinaryRetrievalLoss):
     """Contrastive (pair) loss on cosine similarities: positives pulled to ``pos_margin``, negatives pushed below
     ``neg_margin``; per-query sums averaged over the queries with a positive (see
@@ -22,6 +25,8 @@ class ContrastiveLoss(BinaryRetrievalLoss):
     Args:
         pos_margin: target similarity of positives (1.0).
         neg_margin: negatives are penalised above it (0.5).
+        reducer: what the per-query sums go to: ``"mean"`` (default), ``"class_balanced"``, ``"active"``,
+            ``"none"`` or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
 
     Example:
@@ -32,15 +37,31 @@ class ContrastiveLoss(BinaryRetrievalLoss):
         1.4493
     """
 
-    def __init__(self, pos_margin: float = 1.0, neg_margin: float = 0.5, normalize: bool = True) -> None:
+    def __init__(
+        self,
+        pos_margin: float = 1.0,
+        neg_margin: float = 0.5,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+    ) -> None:
         super().__init__(normalize=normalize)
         check_margins("pos_margin", pos_margin, "neg_margin", neg_margin)
         self.pos_margin, self.neg_margin = float(pos_margin), float(neg_margin)
+        self.reducer = checked_reducer(reducer)
 
-    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return contrastive_loss(scores, positives, valid, pos_margin=self.pos_margin, neg_margin=self.neg_margin)
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        return contrastive_loss(
+            scores, binary_positives(inputs, valid), valid, pos_margin=self.pos_margin, neg_margin=self.neg_margin,
+            reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
+        )  # fmt: skip
 
 
+@register_loss(
+    summary="triplet, semi-hard or distance-weighted",
+    paper="baseline",
+    examples={"": {}, "distance_weighted": {"mining": "distance_weighted"}},
+    random=("distance_weighted",),
+)
 class TripletLoss(RetrievalLoss):
     """Triplet loss ``[d_ap - d_an + margin]_+`` (Euclidean distances of unit vectors), one mined negative per
     (anchor, positive) pair: semi-hard mining by default (TL_SH of the papers' tables), or distance-weighted sampling
@@ -74,7 +95,7 @@ class TripletLoss(RetrievalLoss):
         super().__init__(normalize=normalize)
         self.margin, self.cutoff = check_positive("margin", margin), check_positive("cutoff", cutoff)
         self.mining = check_mining(mining)
-        self.chunk_size = check_chunk_size(chunk_size)
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return triplet_loss(

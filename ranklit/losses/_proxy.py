@@ -10,12 +10,15 @@ hold fine class ids in ``[0, num_classes)`` (``ValueError`` otherwise); embeddin
 
 from __future__ import annotations
 
-from ranklit.functional.loss_utils import check_positive
+from ranklit._checks import check_positive
+from ranklit.functional.reducers import Reducer
 from ranklit.losses._cluster import ClusterLoss
+from ranklit.losses._registry import register_loss
 
 __all__ = ["NormSoftmaxLoss", "ProxyNCAPPLoss"]
 
 
+@register_loss(summary="normalised softmax over proxies", paper="Zhai & Wu, BMVC 2019", proxy=True)
 class NormSoftmaxLoss(ClusterLoss):
     """NormSoftmax (Zhai & Wu, "Classification is a strong baseline for deep metric learning", BMVC 2019)::
 
@@ -25,6 +28,7 @@ class NormSoftmaxLoss(ClusterLoss):
         num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
         embedding_dim: embedding dimension (``None``: likewise).
         temperature: softmax temperature (0.05).
+        reducer: what the per-embedding cross-entropies go to (``"mean"``, default; see :class:`ClusterLoss`).
         normalize: L2-normalise the embeddings first (default ``True``).
 
     Example:
@@ -36,6 +40,7 @@ class NormSoftmaxLoss(ClusterLoss):
     """
 
 
+@register_loss(summary="ProxyNCA++", paper="Teh et al., ECCV 2020", proxy=True)
 class ProxyNCAPPLoss(ClusterLoss):
     """ProxyNCA++ (Teh, DeVries & Taylor, ECCV 2020): a softmax over squared distances to normalised proxies::
 
@@ -50,6 +55,7 @@ class ProxyNCAPPLoss(ClusterLoss):
         num_classes: number of fine training classes (``None``: set at fit time, see :class:`ClusterLoss`).
         embedding_dim: embedding dimension (``None``: likewise).
         temperature: ``T`` (1/9) of the squared-distance softmax.
+        reducer: what the per-embedding cross-entropies go to (``"mean"``, default; see :class:`ClusterLoss`).
         normalize: L2-normalise the embeddings first (default ``True``; the identity above assumes unit vectors).
 
     Attributes:
@@ -70,13 +76,14 @@ class ProxyNCAPPLoss(ClusterLoss):
         num_classes: int | None = None,
         embedding_dim: int | None = None,
         temperature: float = 1.0 / 9.0,
+        reducer: str | Reducer = "mean",
         normalize: bool = True,
     ) -> None:
         temperature = check_positive("temperature", temperature)
-        super().__init__(num_classes, embedding_dim, temperature / 2.0, normalize=normalize)
+        super().__init__(num_classes, embedding_dim, temperature / 2.0, reducer=reducer, normalize=normalize)
         self.distance_temperature = temperature
 
     def extra_repr(self) -> str:
         dim = None if self.proxies is None else self.proxies.shape[1]
-        options = f"temperature={self.distance_temperature}, normalize={self.normalize}"
+        options = f"temperature={self.distance_temperature}, reducer={self.reducer!r}, normalize={self.normalize}"
         return f"num_classes={self.num_classes}, embedding_dim={dim}, {options}"

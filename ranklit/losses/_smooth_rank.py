@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from torch import Tensor
 
+from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
-from ranklit.functional.loss_utils import check_chunk_size, check_positive
-from ranklit.losses.base import BinaryRetrievalLoss
+from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.reducers import Reducer
+from ranklit.losses._registry import register_loss
+from ranklit.losses.base import BinaryRetrievalLoss, binary_positives, checked_reducer
 
 __all__ = ["SmoothAPLoss", "SupAPLoss"]
 
 
+@register_loss(summary="1 − AP, sigmoid ranks", paper="Brown et al., ECCV 2020", ap=True)
 class SmoothAPLoss(BinaryRetrievalLoss):
     """Smooth-AP (Brown et al., ECCV 2020): ``1 - mAP`` with every step replaced by ``sigma(x / tau)``::
 
@@ -29,6 +32,9 @@ class SmoothAPLoss(BinaryRetrievalLoss):
     Args:
         tau: sigmoid temperature (0.01).
         chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+        reducer: what the per-query terms ``1 - AP_q`` go to: ``"mean"`` (default: over the queries with a
+            positive), ``"class_balanced"``, ``"active"``, ``"none"`` (the ``[B]`` terms, 0 for a query without
+            positive) or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
 
@@ -41,16 +47,26 @@ class SmoothAPLoss(BinaryRetrievalLoss):
     """
 
     def __init__(
-        self, tau: float = 0.01, chunk_size: int | None = None, normalize: bool = True, include_self: bool = False
+        self,
+        tau: float = 0.01,
+        chunk_size: int | None = None,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+        include_self: bool = False,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.tau = check_positive("tau", tau)
-        self.chunk_size = check_chunk_size(chunk_size)
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
+        self.reducer = checked_reducer(reducer)
 
-    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return smooth_ap_loss(scores, positives, valid, tau=self.tau, chunk_size=self.chunk_size)
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        return smooth_ap_loss(
+            scores, binary_positives(inputs, valid), valid, tau=self.tau, chunk_size=self.chunk_size,
+            reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
+        )  # fmt: skip
 
 
+@register_loss(summary="smooth upper bound of 1 − AP", paper="ROADMAP, NeurIPS 2021", ap=True)
 class SupAPLoss(BinaryRetrievalLoss):
     """SupAP (Ramzi et al., ROADMAP, NeurIPS 2021, Eq. 5): a smooth upper bound of ``1 - mAP``::
 
@@ -63,14 +79,19 @@ class SupAPLoss(BinaryRetrievalLoss):
     N)``.
 
     Args:
+        tau: sigmoid temperature of ``H^-`` (0.01).
+        rho: slope of the linear part of ``H^-`` (100).
+        delta: where the linear part starts (0.05).
+        chunk_size: queries per chunk; ``None`` picks it from a memory budget.
+        offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44, and 1.0
+            on iNaturalist).
+        start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        reducer: what the per-query terms ``1 - AP_q`` go to: ``"mean"`` (default), ``"class_balanced"``,
+            ``"active"``, ``"none"`` or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
-        **options: the options of ``H^-``, defined and validated by :class:`ranklit.functional.SupAPOptions`:
-            ``tau`` (sigmoid temperature, 0.01), ``rho`` (slope of the linear part, 100), ``delta`` (where the
-            linear part starts, 0.05), ``chunk_size`` (queries per chunk; ``None`` picks it from a memory budget),
-            ``offset`` (``H^-`` just after ``delta``; ``None``: continuous, the paper; the authors' configs: 1.44,
-            and 1.0 on iNaturalist), ``start`` (jump of ``H^-`` on ``(0, delta]``; 0.5; the authors' iNaturalist
-            config: 0).
+
+    The options of ``H^-`` are validated by :class:`ranklit.functional.SupAPOptions` (kept in ``self.options``).
 
     **Reproducing the authors' released code** ([spec §6][spec-released-code]): ``SupAPLoss(include_self=True,
     offset=1.44)``; on iNaturalist ``SupAPLoss(include_self=True, offset=1.0, start=0.0)``.
@@ -83,9 +104,25 @@ class SupAPLoss(BinaryRetrievalLoss):
         0.9883
     """
 
-    def __init__(self, *, normalize: bool = True, include_self: bool = False, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        tau: float = 0.01,
+        rho: float = 100.0,
+        delta: float = 0.05,
+        chunk_size: int | None = None,
+        offset: float | None = None,
+        start: float = 0.5,
+        reducer: str | Reducer = "mean",
+        normalize: bool = True,
+        include_self: bool = False,
+    ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.options = SupAPOptions(**options)
+        self.options = SupAPOptions(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
+        self.reducer = checked_reducer(reducer)
 
-    def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
-        return supap_loss(scores, positives, valid, **asdict(self.options))
+    def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
+        return supap_loss(
+            scores, binary_positives(inputs, valid), valid, **asdict(self.options), reducer=self.reducer,
+            query_classes=inputs.query_labels[:, 0],
+        )  # fmt: skip

@@ -32,11 +32,24 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from ranklit._checks import check_flag
 from ranklit.functional._precision import full_precision
-from ranklit.functional.inputs import RetrievalInputs, check_flag, prepare_inputs
+from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
 from ranklit.functional.loss_utils import require_positive_queries
+from ranklit.functional.reducers import Reducer, get_reducer
 
-__all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives"]
+__all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives", "checked_reducer"]
+
+
+def checked_reducer(reducer: str | Reducer) -> str | Reducer:
+    """``reducer`` as given (a name of :data:`ranklit.functional.reducers.REDUCERS` or a
+    :class:`~ranklit.functional.Reducer`), after checking it: what a loss module stores (its ``repr`` shows the name).
+
+    >>> checked_reducer("class_balanced")
+    'class_balanced'
+    """
+    get_reducer(reducer)
+    return reducer
 
 
 def binary_positives(inputs: RetrievalInputs, valid: Tensor, *, require: bool = True) -> Tensor:
@@ -78,7 +91,7 @@ class EmbeddingLoss(nn.Module):
 
     def __init__(self, *, normalize: bool = True) -> None:
         super().__init__()
-        self.normalize = check_flag(normalize, "normalize")
+        self.normalize = check_flag("normalize", normalize)
 
     @full_precision  # under autocast too, the loss runs in float32 (float64 stays): docs/spec.md §0
     def forward(
@@ -143,7 +156,7 @@ class RetrievalLoss(EmbeddingLoss):
 
     def __init__(self, *, normalize: bool = True, include_self: bool = False) -> None:
         super().__init__(normalize=normalize)
-        self.include_self = check_flag(include_self, "include_self")
+        self.include_self = check_flag("include_self", include_self)
 
     def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:
         """The ``[Q, N]`` scores ``queries @ refs.T`` and ranking mask, handed to :meth:`retrieval_loss`."""
@@ -157,9 +170,14 @@ class RetrievalLoss(EmbeddingLoss):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        """The constructor arguments stored under their own name, e.g. ``tau=0.01, rho=100.0``."""
-        names = inspect.signature(type(self).__init__).parameters
-        return ", ".join(f"{name}={getattr(self, name)!r}" for name in names if name != "self" and hasattr(self, name))
+        """The constructor arguments stored under their own name or in an ``options`` dataclass, e.g.
+        ``tau=0.01, rho=100.0``."""
+        shown = []
+        for name in inspect.signature(type(self).__init__).parameters:
+            store = next((s for s in (self, getattr(self, "options", None)) if hasattr(s, name)), None)
+            if name != "self" and store is not None:
+                shown.append(f"{name}={getattr(store, name)!r}")
+        return ", ".join(shown)
 
 
 class BinaryRetrievalLoss(RetrievalLoss):

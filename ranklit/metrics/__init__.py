@@ -1,6 +1,13 @@
-"""Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import)."""
+"""Retrieval metrics as torchmetrics ``Metric`` classes (no Lightning import).
 
-from ranklit.metrics._decomposability import DecomposabilityGap, decomposability_gap
-from ranklit.metrics._retrieval import RetrievalMetrics
+Each class is declared with ``@register_metric`` (:mod:`ranklit.metrics._registry`): that declaration fills
+``__all__`` and :func:`list_metrics`; the binary metrics they compute are declared once in
+:data:`ranklit.functional.binary_metrics.BINARY_METRICS` (``list_metrics(keys=True)``).
+"""
 
-__all__ = ["DecomposabilityGap", "RetrievalMetrics", "decomposability_gap"]
+from ranklit.metrics._decomposability import DecomposabilityGap as DecomposabilityGap
+from ranklit.metrics._decomposability import decomposability_gap
+from ranklit.metrics._registry import list_metrics, register_metric
+from ranklit.metrics._retrieval import RetrievalMetrics as RetrievalMetrics
+
+__all__ = [*list_metrics(), "decomposability_gap", "list_metrics", "register_metric"]

@@ -27,6 +27,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from ranklit.functional import sample_ids
 from ranklit.functional._metrics import retrieval_metrics
 from ranklit.functional.ties import check_ties
+from ranklit.metrics._registry import register_metric
 
 __all__ = ["decomposability_gap", "DecomposabilityGap"]
 
@@ -106,6 +107,7 @@ def decomposability_gap(
     return _result(total, count, _global_map(embeddings, labels, positions, ties))
 
 
+@register_metric
 class DecomposabilityGap(Metric):
     """Running decomposability gap: the batch AP of each training step against the AP over everything seen.
 

@@ -16,6 +16,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ranklit._checks import check_chunk_size, check_flag
 from ranklit._compat.torchmetrics import metric_is_synced, synced_states
 from ranklit.functional._metrics import (
     check_average,
@@ -26,20 +27,20 @@ from ranklit.functional._metrics import (
 )
 from ranklit.functional._sharding import distributed_shard
 from ranklit.functional.inputs import (
-    check_chunk_size,
     check_distinct_ids,
     check_embeddings,
-    check_flag,
     check_ids,
     check_labels,
 )
 from ranklit.functional.ties import check_ties
+from ranklit.metrics._registry import register_metric
 
 __all__ = ["RetrievalMetrics"]
 
 _MIXED_IDS = "`ids` were given in some `update` calls and not in others: pass them in every call or in none."
 
 
+@register_metric
 class RetrievalMetrics(Metric):
     """mAP, mAP@R, P@1, Recall@k, R-precision, MRR, NDCG@k (and H-AP, ASI, NDCG, per-level metrics with ``[N, L]``
     labels) over everything seen; the keys and definitions of :func:`ranklit.functional.retrieval_metrics`.
@@ -143,8 +144,8 @@ class RetrievalMetrics(Metric):
         if alpha < 0:
             raise ValueError(f"`alpha` must be >= 0, got {alpha}.")
         self.alpha = alpha
-        self.chunk_size = check_chunk_size(chunk_size)
-        self.normalize = check_flag(normalize, "normalize")
+        self.chunk_size = check_chunk_size("chunk_size", chunk_size)
+        self.normalize = check_flag("normalize", normalize)
         self.add_state("embeddings", default=[], dist_reduce_fx="cat")
         self.add_state("labels", default=[], dist_reduce_fx="cat")
         self.add_state("ids", default=[], dist_reduce_fx="cat")

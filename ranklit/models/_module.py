@@ -13,8 +13,8 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 from typing_extensions import override
 
+from ranklit._checks import check_flag
 from ranklit._compat.lightning import attached_trainer
-from ranklit.functional.inputs import check_flag
 from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
@@ -165,10 +165,10 @@ class RetrievalModule(L.LightningModule):
             raise ValueError(f"`eval_scales` must list positive image scales (e.g. [1.0] or [1.0, 0.707, 0.5]), got "
                              f"{eval_scales!r}.")  # fmt: skip
         self.eval_scales = tuple(float(s) for s in eval_scales)
-        self.channels_last = check_flag(channels_last, "channels_last")
+        self.channels_last = check_flag("channels_last", channels_last)
         options = compile_options(compile)
         compile_in_place(self.net, options)
-        compile_in_place(self.loss, options if check_flag(compile_loss, "compile_loss") else None)
+        compile_in_place(self.loss, options if check_flag("compile_loss", compile_loss) else None)
         if self.channels_last:
             self.net.to(memory_format=torch.channels_last)
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.functional.inputs import compute_dtype
 from ranklit.functional.sample_ids import latest_per_id
 
@@ -91,7 +91,7 @@ class CrossBatchMemory:
     """
 
     def __init__(self, size: int, start_step: int = 0, weight: float = 1.0) -> None:
-        positive_int(size, "size", " (cross-batch memory rows)")
+        check_positive_int("size", size, " (cross-batch memory rows)")
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
             raise ValueError(f"`start_step` must be a non-negative integer (a global step), got {start_step!r}.")
         if not weight > 0:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 
 __all__ = ["MultistageBackprop", "multistage_backward"]
 
@@ -69,7 +69,7 @@ def _batchnorm_statistics_kept(net: nn.Module) -> Iterator[None]:
 
 
 def _check_chunk_size(chunk_size: int) -> None:
-    positive_int(chunk_size, "chunk_size", " (images per forward pass with activations)")
+    check_positive_int("chunk_size", chunk_size, " (images per forward pass with activations)")
 
 
 def multistage_backward(

@@ -10,7 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 
 __all__ = ["to_display", "figure_to_array", "image_grid"]
 
@@ -80,7 +80,7 @@ def image_grid(
     shown = to_display(images, mean, std)
     if titles is not None and len(titles) != len(shown):
         raise ValueError(f"`titles` needs one title per image ({len(shown)}), got {len(titles)}.")
-    positive_int(ncols, "ncols")
+    check_positive_int("ncols", ncols)
     ncols = min(ncols, len(shown))
     nrows = -(-len(shown) // ncols)
     fig = Figure(figsize=(cell_inches * ncols, (cell_inches + 0.25) * nrows), layout="constrained")

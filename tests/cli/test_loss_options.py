@@ -1,9 +1,12 @@
-"""Options a loss takes as ``**options`` (defined once in a dataclass) stay visible to the CLI: listed by
+"""A loss's hyper-parameters are explicit keywords (validated by one dataclass) that the CLI sees: listed by
 ``--print_config`` with their defaults, and a misspelt key refused at parse time."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import yaml
@@ -26,7 +29,7 @@ def test_happier_lists_every_hap_option_and_refuses_a_misspelt_one(capsys: pytes
 
 
 def test_roadmap_lists_every_supap_option_and_refuses_a_misspelt_one(capsys: pytest.CaptureFixture[str]) -> None:
-    """ROADMAPLoss passes its SupAP options on to ``SupAPLoss(**options)`` then ``SupAPOptions(**options)``: the CLI
+    """ROADMAPLoss takes its SupAP term's options as explicit keywords (passed to ``SupAPLoss``): the CLI
     still lists each one (with the config's values) and refuses a misspelt key."""
     with pytest.raises(SystemExit) as exit_info:
         main(["fit", "--config", "roadmap_inat.yaml", "--model.loss.init_args.offset=1.0", "--print_config"])
@@ -38,3 +41,27 @@ def test_roadmap_lists_every_supap_option_and_refuses_a_misspelt_one(capsys: pyt
         main(["fit", "--config", "roadmap_inat.yaml", "--model.loss.init_args.tua=0.3", "--print_config"])
     assert exit_info.value.code != 0
     assert "'tua' is not accepted" in capsys.readouterr().err
+
+
+def test_the_reducer_is_listed_and_a_bad_one_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``reducer`` is an explicit keyword of every ranking loss: ``--print_config`` shows it (here in the listwise
+    config, which asks for the class-balanced mean of the paper), and an unknown name stops the ``ranklit`` command
+    in one line with exit code 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", "listwise_ap_landmarks.yaml", "--print_config"])
+    assert exit_info.value.code in (0, None)
+    init_args = yaml.safe_load(capsys.readouterr().out)["model"]["loss"]["init_args"]
+    assert init_args["reducer"] == "class_balanced" and "class_balanced" not in set(init_args) - {"reducer"}
+    command = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml"]
+    result = subprocess.run(
+        [*command, "--model.loss.init_args.reducer=median", f"--trainer.default_root_dir={tmp_path}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: `reducer` must be one of ('mean', 'class_balanced', 'active', 'none') or a "
+        "ranklit.functional.Reducer, got 'median'."
+    )
+    assert "Traceback" not in result.stderr

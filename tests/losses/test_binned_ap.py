@@ -17,7 +17,7 @@ LOSSES = {
     "softbin": (lambda: SoftBinAPLoss(), oracle.softbin),
     "softbin_tie": (lambda: SoftBinAPLoss(tie_aware=True), lambda *a: oracle.softbin(*a, tie_aware=True)),
     "softbin_balanced": (
-        lambda: SoftBinAPLoss(num_bins=7, class_balanced=True),
+        lambda: SoftBinAPLoss(num_bins=7, reducer="class_balanced"),
         lambda *a: oracle.softbin(*a, num_bins=7, class_balanced=True),
     ),
 }
@@ -37,8 +37,8 @@ def test_matches_oracle(name: str, case: str) -> None:
 
 def test_class_balanced_differs_from_plain_mean() -> None:
     args, _kwargs = make_case("flat", seed=3)
-    plain = SoftBinAPLoss(class_balanced=False)(**args)
-    balanced = SoftBinAPLoss(class_balanced=True)(**args)
+    plain = SoftBinAPLoss(reducer="mean")(**args)
+    balanced = SoftBinAPLoss(reducer="class_balanced")(**args)
     assert not torch.isclose(plain, balanced)
 
 
@@ -61,7 +61,7 @@ def test_gradcheck() -> None:
     torch.manual_seed(0)
     emb = normalize(torch.randn(6, 3, dtype=torch.float64), dim=1).requires_grad_()
     labels = torch.tensor([0, 0, 1, 1, 1, 2])
-    for loss in (FastAPLoss(num_bins=4), SoftBinAPLoss(num_bins=5, tie_aware=True, class_balanced=True)):
+    for loss in (FastAPLoss(num_bins=4), SoftBinAPLoss(num_bins=5, tie_aware=True, reducer="class_balanced")):
         assert torch.autograd.gradcheck(lambda e, loss=loss: loss(e, labels), (emb,))
 
 

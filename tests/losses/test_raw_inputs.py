@@ -11,40 +11,18 @@ import torch
 from torch import Tensor
 from torch.nn.functional import normalize
 
-from ranklit.losses import CalibrationLoss, HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
+from ranklit.losses import BlackBoxAPLoss, CalibrationLoss, HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
 from tests.losses.registry import DIM, NUM_CLASSES, REGISTRY
 from tests.oracles import hierarchical_losses as hier
 from tests.oracles import losses as oracle
+from tests.oracles import raw_oracles
 
 Oracle = Callable[[torch.nn.Module, Tensor, Tensor], Tensor]
 
 
-def _fine(labels: Tensor) -> Tensor:
-    return labels[:, 0]
-
-
-# oracle(loss module, unit-norm embeddings (in the autograd graph of the raw ones), [B, 2] labels)
-ORACLES: dict[str, Oracle] = {
-    "SmoothAPLoss": lambda m, e, y: oracle.smooth_ap(e, _fine(y)),
-    "SupAPLoss": lambda m, e, y: oracle.supap(e, _fine(y)),
-    "CalibrationLoss": lambda m, e, y: oracle.calibration(e, _fine(y)),
-    "ROADMAPLoss": lambda m, e, y: oracle.roadmap(e, _fine(y)),
-    "FastAPLoss": lambda m, e, y: oracle.fastap(e, _fine(y)),
-    "SoftBinAPLoss": lambda m, e, y: oracle.softbin(e, _fine(y)),
-    "SoftBinAPLoss_options": lambda m, e, y: oracle.softbin(e, _fine(y), tie_aware=True, class_balanced=True),
-    "BlackBoxAPLoss": lambda m, e, y: oracle.blackbox_ap(e, _fine(y)),
-    "ContrastiveLoss": lambda m, e, y: oracle.contrastive(e, _fine(y)),
-    "TripletLoss": lambda m, e, y: oracle.triplet_semihard(e, _fine(y)),
-    "NormSoftmaxLoss": lambda m, e, y: oracle.proxy_softmax(e, y, m.proxies, 0.05),
-    "ProxyNCAPPLoss": lambda m, e, y: oracle.proxy_softmax(e, y, m.proxies, 1 / 9, squared_distance=True),
-    "HAPLoss": lambda m, e, y: hier.hap_loss(e, y),
-    "HAPLoss_without_hrank": lambda m, e, y: hier.hap_loss(e, y, with_hrank=False),
-    "HAPPIERLoss": lambda m, e, y: 0.9 * hier.hap_loss(e, y)
-    + 0.1 * hier.cluster_loss(e, _fine(y), m.cluster.proxies, 0.05),
-    "ClusterLoss": lambda m, e, y: hier.cluster_loss(e, _fine(y), m.proxies, 0.05),
-    "CSLLoss": lambda m, e, y: hier.csl_loss(e, y, m.proxies, y[y[:, 0].argsort()].unique(dim=0), [0.25, 0.35], 32.0),
-    "LevelSumLoss": lambda m, e, y: oracle.supap(e, y[:, 0]) + oracle.supap(e, y[:, 1]),
-}
+# oracle(loss module, unit-norm embeddings (in the autograd graph of the raw ones), [B, 2] labels), by registry name:
+# the RAW_ORACLES of every module of tests/oracles (a new loss's oracle file declares its own)
+ORACLES: dict[str, Oracle] = raw_oracles()
 # distance-weighted mining draws its negatives at random: compared with itself on the normalised input, same seed
 SELF_REFERENCED = {"TripletLoss_distance_weighted"}
 
@@ -100,6 +78,7 @@ def test_normalize_false_uses_raw_dot_products(make) -> None:
     [
         (SmoothAPLoss(include_self=True), oracle.smooth_ap),
         (SupAPLoss(include_self=True), oracle.supap),
+        (BlackBoxAPLoss(include_self=True).eval(), oracle.blackbox_ap),
         (HAPLoss(include_self=True), lambda e, y, *refs: hier.hap_loss(e, y, ref_embeddings=e, ref_labels=y)),
     ],
 )

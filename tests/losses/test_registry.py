@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.functional import normalize
 
 import ranklit.losses
+from ranklit.losses import EmbeddingLoss, create_loss, list_losses, loss_entry
 from tests.losses.registry import AP_LOSSES, DIM, NUM_CLASSES, PROXY_LOSSES, RANDOM_LOSSES, REGISTRY
 
 NAMES = sorted(REGISTRY)
@@ -18,14 +19,29 @@ NAMES = sorted(REGISTRY)
 BASE_CLASSES = {"EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss"}
 
 
-def test_every_exported_loss_is_in_the_registry() -> None:
-    """A loss added to ``ranklit.losses.__all__`` must get a registry entry, and so every generic check below."""
+def _loss_classes(cls: type) -> set[type]:
+    return {sub for direct in cls.__subclasses__() for sub in {direct} | _loss_classes(direct)}
+
+
+def test_every_loss_class_of_the_package_is_registered_and_exported() -> None:
+    """A public loss class defined in ``ranklit/losses/`` without ``@register_loss`` fails here (so it cannot miss
+    the generic checks below, ``__all__`` or the docs index)."""
+    defined = {
+        cls.__name__
+        for cls in _loss_classes(EmbeddingLoss)
+        if cls.__module__.startswith("ranklit.losses.") and not cls.__name__.startswith("_")
+    }
+    assert defined - BASE_CLASSES == set(list_losses()), "decorate the class with @register_loss"
     exported = set(ranklit.losses.__all__)
-    assert BASE_CLASSES <= exported
-    registered = {type(make()).__name__ for make in REGISTRY.values()}
-    missing = sorted(exported - BASE_CLASSES - registered)
-    assert not missing, f"add {missing} to tests/losses/registry.py"
-    assert registered <= exported, f"registry entries not exported by ranklit.losses: {sorted(registered - exported)}"
+    assert BASE_CLASSES <= exported and set(list_losses()) <= exported
+    assert all(getattr(ranklit.losses, name) is loss_entry(name).cls for name in list_losses())
+    assert {type(make()).__name__ for make in REGISTRY.values()} == set(list_losses())
+
+
+def test_create_loss_and_unknown_names() -> None:
+    assert create_loss("SupAPLoss", tau=0.05).options.tau == 0.05
+    with pytest.raises(ValueError, match="no loss named 'SupAP'; the losses are BlackBoxAPLoss, "):
+        create_loss("SupAP")
 
 
 @pytest.mark.parametrize("name", sorted(BASE_CLASSES))
@@ -136,3 +152,11 @@ def test_queries_without_positive_are_skipped(name: str) -> None:
 def test_repr_shows_hyper_parameters() -> None:
     assert "tau=0.01, rho=100.0, delta=0.05" in repr(REGISTRY["SupAPLoss"]())
     assert "lam=0.5" in repr(REGISTRY["ROADMAPLoss"]())
+
+
+def test_a_second_loss_with_a_registered_name_is_refused() -> None:
+    """Two classes may not share a name in the registry (``__all__`` and the docs would show only one)."""
+    impostor = type("SupAPLoss", (EmbeddingLoss,), {"__module__": "mypackage.losses"})
+    with pytest.raises(ValueError, match="two losses are registered as 'SupAPLoss'"):
+        ranklit.losses.register_loss(summary="-", paper="-")(impostor)
+    assert loss_entry("SupAPLoss").cls is ranklit.losses.SupAPLoss

@@ -224,3 +224,13 @@ def csl_loss(
             level_total = level_total + torch.log(sum(terms))
         total = total + level_total / embeddings.shape[0]
     return total
+
+
+# the registered losses' oracles (tests/losses/test_raw_inputs.py): oracle(module, unit-norm embeddings, [B, 2] labels)
+RAW_ORACLES = {
+    "HAPLoss": lambda m, e, y: hap_loss(e, y),
+    "HAPLoss_without_hrank": lambda m, e, y: hap_loss(e, y, with_hrank=False),
+    "HAPPIERLoss": lambda m, e, y: 0.9 * hap_loss(e, y) + 0.1 * cluster_loss(e, y[:, 0], m.cluster.proxies, 0.05),
+    "ClusterLoss": lambda m, e, y: cluster_loss(e, y[:, 0], m.proxies, 0.05),
+    "CSLLoss": lambda m, e, y: csl_loss(e, y, m.proxies, y[y[:, 0].argsort()].unique(dim=0), [0.25, 0.35], 32.0),
+}

@@ -242,3 +242,80 @@ def proxy_softmax(emb, labels, proxies, temperature, squared_distance=False):
         logits = torch.stack(logits)
         total = total - (logits[int(labels[i])] - torch.logsumexp(logits, dim=0))
     return total / emb.shape[0]
+
+
+def _query_terms(args, term):
+    """``[(fine label of q, term(s, pos, neg) or None without a positive)]`` for every query, in order."""
+    emb, labels, ref, ref_labels, omegas = problem(*args)
+    out = []
+    for q in range(emb.shape[0]):
+        s = ref @ emb[q]
+        pos = [j for j in omegas[q] if int(ref_labels[j, 0]) == int(labels[q, 0])]
+        neg = [j for j in omegas[q] if int(ref_labels[j, 0]) != int(labels[q, 0])]
+        out.append((int(labels[q, 0]), term(s, pos, neg) if pos else None))
+    return out
+
+
+def reduce_terms(terms, reducer):
+    """docs/spec.md reducers over ``[(class, term or None)]``: ``"mean"``, ``"class_balanced"``, ``"active"``,
+    ``"none"`` (a [Q] tensor, 0 for a query without positive)."""
+    kept = [(c, t) for c, t in terms if t is not None]
+    if reducer == "none":
+        zero = torch.zeros((), dtype=torch.float64)
+        return torch.stack([zero if t is None else torch.as_tensor(t, dtype=torch.float64) for _, t in terms])
+    if reducer == "active":
+        kept = [(c, t) for c, t in kept if float(torch.as_tensor(t).detach()) != 0.0]
+        return sum(t for _, t in kept) / len(kept) if kept else torch.zeros((), dtype=torch.float64)
+    if reducer == "class_balanced":
+        classes = sorted({c for c, _ in kept})
+        means = [sum(t for c2, t in kept if c2 == c) / sum(1 for c2, _ in kept if c2 == c) for c in classes]
+        return sum(means) / len(means)
+    return sum(t for _, t in kept) / len(kept)
+
+
+def smooth_ap_terms(*args, tau=0.01):
+    """Per-query ``1 - AP_q`` of Smooth-AP (``None`` for a query without positive)."""
+
+    def term(s, pos, neg):
+        total = 0.0
+        for k in pos:
+            rank_pos = 1.0 + sum(sig(s[j] - s[k], tau) for j in pos if j != k)
+            total = total + rank_pos / (rank_pos + sum(sig(s[j] - s[k], tau) for j in neg))
+        return 1.0 - total / len(pos)
+
+    return _query_terms(args, term)
+
+
+def supap_terms(*args, tau=0.01, rho=100.0, delta=0.05):
+    """Per-query ``1 - AP_q`` of SupAP (``None`` for a query without positive)."""
+
+    def term(s, pos, neg):
+        total = 0.0
+        for k in pos:
+            rank_pos = 1.0 + sum(exact_h(s[j] - s[k]) for j in pos if j != k)
+            total = total + rank_pos / (rank_pos + sum(h_minus(s[j] - s[k], tau, rho, delta) for j in neg))
+        return 1.0 - total / len(pos)
+
+    return _query_terms(args, term)
+
+
+def _fine(labels: Tensor) -> Tensor:
+    return labels[:, 0]
+
+
+# the registered losses' oracles (tests/losses/test_raw_inputs.py): oracle(module, unit-norm embeddings, [B, 2] labels)
+RAW_ORACLES = {
+    "SmoothAPLoss": lambda m, e, y: smooth_ap(e, _fine(y)),
+    "SupAPLoss": lambda m, e, y: supap(e, _fine(y)),
+    "CalibrationLoss": lambda m, e, y: calibration(e, _fine(y)),
+    "ROADMAPLoss": lambda m, e, y: roadmap(e, _fine(y)),
+    "FastAPLoss": lambda m, e, y: fastap(e, _fine(y)),
+    "SoftBinAPLoss": lambda m, e, y: softbin(e, _fine(y)),
+    "SoftBinAPLoss_options": lambda m, e, y: softbin(e, _fine(y), tie_aware=True, class_balanced=True),
+    "BlackBoxAPLoss": lambda m, e, y: blackbox_ap(e, _fine(y)),
+    "ContrastiveLoss": lambda m, e, y: contrastive(e, _fine(y)),
+    "TripletLoss": lambda m, e, y: triplet_semihard(e, _fine(y)),
+    "NormSoftmaxLoss": lambda m, e, y: proxy_softmax(e, y, m.proxies, 0.05),
+    "ProxyNCAPPLoss": lambda m, e, y: proxy_softmax(e, y, m.proxies, 1 / 9, squared_distance=True),
+    "LevelSumLoss": lambda m, e, y: supap(e, y[:, 0]) + supap(e, y[:, 1]),
+}

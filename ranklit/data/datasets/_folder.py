@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ranklit.checks import positive_int
+from ranklit._checks import check_positive_int
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
 from ranklit.data.datasets.validation import Problems, check_samples, examples
 
@@ -75,7 +75,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
         split_seed: int = 0,
     ) -> None:
         super().__init__(root, split, transform)
-        positive_int(levels, "levels", " (label levels of ClassFolderDataset)")
+        check_positive_int("levels", levels, " (label levels of ClassFolderDataset)")
         self.levels = levels
         if train_fraction is not None:
             self._split_classes(split, train_fraction, split_seed)

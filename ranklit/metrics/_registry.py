@@ -1,0 +1,42 @@
+"""One declaration per metric: :func:`register_metric` next to each ``Metric`` class of :mod:`ranklit.metrics`, and
+the table :data:`ranklit.functional.binary_metrics.BINARY_METRICS` for the per-query binary metrics they compute.
+
+From them come ``ranklit.metrics.__all__`` (the classes) and :func:`list_metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from torchmetrics import Metric
+
+from ranklit.functional.binary_metrics import BINARY_METRICS
+
+__all__ = ["register_metric", "list_metrics"]
+
+MetricT = TypeVar("MetricT", bound=type[Metric])
+
+_METRICS: dict[str, type[Metric]] = {}
+
+
+def register_metric(cls: MetricT) -> MetricT:
+    """Class decorator recording a ``torchmetrics.Metric`` class of ranklit (its name in :func:`list_metrics` and in
+    ``ranklit.metrics.__all__``)."""
+    _METRICS[cls.__name__] = cls
+    return cls
+
+
+def list_metrics(*, keys: bool = False) -> list[str]:
+    """The metric classes of ``ranklit.metrics``, sorted; with ``keys=True`` the binary metrics every retrieval
+    evaluation computes, as the result keys of :data:`~ranklit.functional.binary_metrics.BINARY_METRICS` (``{k}``:
+    one key per cut-off, e.g. ``recall_at_{k}`` gives ``recall_at_1``, ``recall_at_2``, ...), in table order.
+
+    Example:
+        >>> list_metrics(keys=True)[:3]
+        ['map', 'map_at_r', 'precision_at_1']
+        >>> "RetrievalMetrics" in list_metrics()
+        True
+    """
+    if keys:
+        return [metric.key for metric in BINARY_METRICS]
+    return sorted(_METRICS)
