@@ -111,7 +111,8 @@ def test_bf16_mixed_quick_start_ends_within_0_03_of_float32(tmp_path: Path) -> N
     """The quick start shortened to 2 epochs of 6 batches on the tiny backbone, in both precisions, as subprocesses.
 
     Tolerance: 0.03 absolute on mAP@R, mAP and H-AP at step 0 (the untrained network: bf16 rounding only) and at the
-    last validation (12 steps, where the rounding has also changed the weights; measured gap about 0.01)."""
+    last validation (12 steps, where the rounding has also changed the weights). Measured on this CPU: gaps of 1e-4
+    at step 0 and at most 0.004 at step 11 (mAP@R 0.1040 vs 0.1073, mAP 0.2181 vs 0.2220, H-AP 0.2444 vs 0.2462)."""
     short = ["fit", "--config", "quickstart.yaml", "--trainer.max_epochs=2", "--trainer.check_val_every_n_epoch=2",
              "--data.batch_sampler.init_args.batches_per_epoch=6", "--model.net.init_args.backbone=test_resnet",
              "--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]  # fmt: skip
