@@ -5,6 +5,7 @@ from ranklit.data.datasets.csv_dataset import CSVDataset
 from ranklit.data.datasets.cub import CUB200
 from ranklit.data.datasets.dyml import DyML
 from ranklit.data.datasets.folder import ClassFolderDataset
+from ranklit.data.datasets.image_files import ImageFiles
 from ranklit.data.datasets.inaturalist import INaturalist2018
 from ranklit.data.datasets.inshop import InShop
 from ranklit.data.datasets.revisited import RevisitedLandmarks
@@ -18,6 +19,7 @@ __all__ = [
     "CUB200",
     "CSVDataset",
     "ClassFolderDataset",
+    "ImageFiles",
     "DyML",
     "INaturalist2018",
     "ImageRetrievalDataset",
