@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,12 +73,19 @@ def _run_onnx(output: Path, images: Tensor) -> Tensor | None:
     return torch.from_numpy(np.asarray(session.run(None, {"images": images.numpy()})[0]))
 
 
-def _export_torchscript(net: nn.Module, example: Tensor, output: Path) -> None:
+@contextmanager
+def _quiet_jit() -> Iterator[None]:
+    """torch >= 2.10 marks ``torch.jit.trace``/``save``/``load`` deprecated (FutureWarning); TracerWarnings are notes
+    on the traced code (timm's shape asserts), not on the user's export."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.jit")  # "torch.jit is deprecated"
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated", category=FutureWarning)
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        traced = torch.jit.trace(net, example)
-    torch.jit.save(traced, str(output))
+        yield
+
+
+def _export_torchscript(net: nn.Module, example: Tensor, output: Path) -> None:
+    with _quiet_jit():
+        torch.jit.save(torch.jit.trace(net, example), str(output))
 
 
 def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx", "torchscript"]) -> dict[str, Any]:
@@ -108,7 +117,8 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
             got = _run_onnx(output, probe)
         else:
             _export_torchscript(net, example, output)
-            got = torch.jit.load(str(output))(probe)
+            with _quiet_jit():
+                got = torch.jit.load(str(output))(probe)
     difference = None if got is None else float((got - expected).abs().max())
     if difference is not None and difference > TOLERANCE:
         output.unlink(missing_ok=True)

@@ -124,8 +124,12 @@ class Retriever:
             try:
                 query = load_image(query)
             except (FileNotFoundError, ValueError) as error:
-                raise UserError(f"query image {query}: {error}") from None
+                raise UserError(f"cannot read the query: {error}") from None
         return self._transform(query)
+
+    def embed_inputs(self, images: Sequence[Query]) -> Tensor:
+        """``[B, 3, H, W]`` network inputs of image files or PIL images (preprocessed as the card says)."""
+        return torch.stack([self._image(image) for image in images]) if images else torch.zeros(0, 3, 1, 1)
 
     def embed(self, queries: Query | Sequence[Query]) -> Tensor:
         """``[Q, D]`` descriptors of the queries (the class docstring says what a query may be)."""
@@ -139,7 +143,7 @@ class Retriever:
         else:
             single = isinstance(queries, (str, Path, Image.Image)) or (isinstance(queries, Tensor) and queries.ndim == 3)
             listed = [queries] if single else list(queries)  # type: ignore[arg-type]
-            images = torch.stack([self._image(q) for q in listed]) if listed else torch.zeros(0, 3, 1, 1)
+            images = self.embed_inputs(listed)
         with torch.no_grad():
             parts = [self.model.net(batch.to(self.device)).float().cpu() for batch in images.split(64)]
         return torch.cat(parts) if parts else torch.zeros(0, self.dim)
