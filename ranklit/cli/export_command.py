@@ -13,7 +13,14 @@ from pathlib import Path
 from ranklit.cli.error_surface import missing_config
 from ranklit.deploy import LoadedModel, card_path, export_model, load_model
 
-__all__ = ["add_model_options", "main", "model_from_options"]
+__all__ = ["CommandParser", "add_model_options", "main", "model_from_options"]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse with a one-line usage in its errors (the whole one is in ``--help``)."""
+
+    def format_usage(self) -> str:
+        return f"usage: {self.prog} [options] (all options: {self.prog} --help)\n"
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +38,7 @@ def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel
 
 def main(args: list[str]) -> None:
     """``ranklit export ...`` (``args`` after ``export``)."""
-    parser = argparse.ArgumentParser(prog="ranklit export", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0])
     add_model_options(parser)
     parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
     parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")

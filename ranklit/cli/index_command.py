@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ranklit.cli.export_command import add_model_options, model_from_options
+from ranklit.cli.export_command import CommandParser, add_model_options, model_from_options
 from ranklit.deploy import add_faiss, build_index, evaluate_recall
 from ranklit.deploy.faiss_backend import BACKENDS
 
@@ -21,7 +21,7 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ranklit index", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0])
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
                         "with a `path` column (paths relative to its folder)")  # fmt: skip

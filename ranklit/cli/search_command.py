@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from ranklit.cli.export_command import CommandParser
 from ranklit.deploy import Hit, Retriever
 from ranklit.deploy.faiss_backend import BACKENDS
 from ranklit.errors import UserError
@@ -30,7 +31,7 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ranklit search", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
     parser.add_argument("--k", type=int, default=10, help="results per query")
