@@ -6,7 +6,8 @@ Scores are inner products (the descriptors are L2-normalised: cosine similaritie
 - ``flat``: ``Flat``, exhaustive (the exact result, faiss's BLAS kernels; ``N·D`` floats in memory);
 - ``ivf``: ``IVF<nlist>,Flat``, ``nlist`` k-means cells, ``nprobe`` of them visited per query;
 - ``hnsw``: ``HNSW<m>``, a graph of ``m`` links per node (no training; ``efSearch`` = ``max(nprobe, k)``·4);
-- ``pq``: ``IVF<nlist>,PQ<m>``, cells of vectors compressed to ``m`` bytes (``D`` divisible by ``m``).
+- ``pq``: ``IVF<nlist>,PQ<m>``, cells of vectors compressed to ``m`` bytes (``D`` divisible by ``m``); below
+  ``39 · 256`` descriptors (too few to train 256 centroids a sub-space) ``PQ<m>x4``, ``m`` half-bytes.
 
 IVF and PQ are trained on at most ``train_rows`` descriptors drawn at random. **Recall@k** of an approximate search
 is ``mean_q |A_k(q) ∩ E_k(q)| / k`` with ``A_k`` its top-k and ``E_k`` the exact top-k (ties aside, 1 for ``flat``).
@@ -51,6 +52,8 @@ def factory_string(backend: str, dim: int, rows: int, *, nlist: int | None = Non
 
     >>> factory_string("ivf", 512, 10**5), factory_string("pq", 512, 10**5), factory_string("hnsw", 512, 10)
     ('IVF1265,Flat', 'IVF1265,PQ64', 'HNSW32')
+    >>> factory_string("pq", 512, 2000)
+    'IVF51,PQ64x4'
     """
     if backend not in BACKENDS[1:]:
         raise UserError(f"`--backend` must be one of {', '.join(BACKENDS)}, got {backend!r}.")
@@ -63,8 +66,8 @@ def factory_string(backend: str, dim: int, rows: int, *, nlist: int | None = Non
         return f"HNSW{m or 32}"
     code = m or max(1, dim // 8)
     if dim % code:
-        raise UserError(f"`--pq_m` ({code}) must divide the descriptor size {dim}.")
-    return f"IVF{cells},PQ{code}"
+        raise UserError(f"`--m` ({code}) must divide the descriptor size {dim} (product quantiser bytes per vector).")
+    return f"IVF{cells},PQ{code}" if rows >= 39 * 256 else f"IVF{cells},PQ{code}x4"  # x4: 16 centroids a sub-space
 
 
 def build_faiss_index(descriptors: Descriptors, factory: str, *, train_rows: int = 100_000, seed: int = 0) -> Any:

@@ -37,6 +37,7 @@ def index(run: Run, images: Images, tmp_path_factory: pytest.TempPathFactory) ->
     return folder
 
 
+@pytest.mark.slow  # two commands, each a fresh Python with torch and Lightning
 def test_command_line_index_and_search_find_each_duplicate_first(run: Run, images: Images, tmp_path: Path) -> None:
     built = _cli("index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
                  "--output", str(tmp_path / "index"), "--batch_size", "8", "--no-progress")  # fmt: skip
