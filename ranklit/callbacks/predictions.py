@@ -29,8 +29,9 @@ class EmbeddingWriter(BasePredictionWriter):
     query/gallery evaluation, ``path/query/`` and ``path/gallery/``. Under DDP every rank writes its own shards and
     manifest (``rank<r>``); readers merge them and drop the sampler's padding repeats by dataset index. A folder is
     readable once its manifests are written, at the end of the epoch. ``prefix`` starts the writers' names
-    (``<prefix>rank<r>``): several predictions into one folder (the blocks of ``ranklit index``) then read as one set. Read it with :func:`load_predictions` (into
-    memory) or :class:`ranklit.functional.descriptors.DescriptorShards` (memory-mapped).
+    (``<prefix>rank<r>``): several predictions into one folder (the blocks of ``ranklit index``) read as one set.
+    Read it with :func:`load_predictions` (into memory) or :class:`ranklit.functional.descriptors.DescriptorShards`
+    (memory-mapped).
     """
 
     def __init__(self, path: str = "predictions", shard_rows: int = DEFAULT_CHUNK_ROWS, prefix: str = "") -> None:

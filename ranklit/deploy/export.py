@@ -5,8 +5,8 @@ head, L2 normalisation): input ``images`` ``[B, 3, H, W]`` float32, normalised a
 axis ``B``; output ``embeddings`` ``[B, D]``. Multi-scale evaluation (``model.eval_scales``) is not part of the graph.
 
 - **ONNX**: ``torch.onnx.export(..., dynamo=True)`` (torch.export, then onnxscript; ``pip install "ranklit[onnx]"``).
-- **TorchScript**: ``torch.jit.trace`` (deprecated by torch in favour of torch.export, still loaded by ``torch.jit.load``
-  and by libtorch in C++; its deprecation warning is not shown).
+- **TorchScript**: ``torch.jit.trace`` (deprecated by torch in favour of torch.export, still loaded by
+  ``torch.jit.load`` and by libtorch in C++; its deprecation warning is not shown).
 
 After writing, the file is loaded back (onnxruntime for ONNX, when installed) and run on a batch of random images;
 the largest absolute difference with the network is recorded in the card (``export.max_abs_diff``) and an export that
@@ -126,7 +126,7 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
     card = {
         **model.card,
         "export": {"format": format, "file": output.name, "dynamic_axes": {"images": [0], "embeddings": [0]},
-                   "max_abs_diff": difference},  # fmt: skip
+                   "max_abs_diff": difference},
     }
     card_path(output).write_text(json.dumps(card, indent=2))
     return card

@@ -34,7 +34,8 @@ def _faiss() -> Any:
     try:
         import faiss
     except ImportError:
-        raise UserError('the faiss backends need faiss: `pip install "ranklit[faiss]"` (or use `--backend exact`).') from None
+        hint = '`pip install "ranklit[faiss]"` (or use `--backend exact`)'
+        raise UserError(f"the faiss backends need faiss: {hint}.") from None
     return faiss
 
 

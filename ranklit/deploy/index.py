@@ -193,7 +193,7 @@ def build_index(
     card = {
         **model.card,
         "index": {"images": str(Path(images).resolve()), "count": len(paths), "block_rows": block_rows,
-                  "complete": False, "backend": "exact"},  # fmt: skip
+                  "complete": False, "backend": "exact"},
     }
     _check_existing(files, card, paths)
     files.folder.mkdir(parents=True, exist_ok=True)

@@ -63,9 +63,8 @@ class LoadedModel:
         from ranklit.data.transforms import test_transform
 
         p = self.card["preprocessing"]
-        return test_transform(
-            p["resize_size"], p["crop_size"], mean=tuple(p["mean"]), std=tuple(p["std"]), interpolation=p["interpolation"]
-        )
+        style = {"mean": tuple(p["mean"]), "std": tuple(p["std"]), "interpolation": p["interpolation"]}
+        return test_transform(p["resize_size"], p["crop_size"], **style)
 
 
 def _read_config(config: Path) -> dict[str, Any]:

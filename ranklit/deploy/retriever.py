@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from PIL import Image
@@ -100,8 +100,9 @@ class Retriever:
             if postprocess:
                 raise UserError("whitening, α-QE and DBA run on the exact search: add `--backend exact`.")
             if self.backend != self.card["index"]["backend"]:
-                raise UserError(f"{files.folder} has no {self.backend} structure (it has: "
-                                f"{self.card['index']['backend']}); use `--backend exact` or rebuild the index.")  # fmt: skip
+                built = self.card["index"]["backend"]
+                raise UserError(f"{files.folder} has no {self.backend} structure (it has: {built}); use `--backend "
+                                "exact` or rebuild the index.")  # fmt: skip
             import faiss
 
             self._faiss = faiss.read_index(str(files.faiss))
@@ -141,8 +142,8 @@ class Retriever:
                 return queries.detach().float().cpu()
             images = queries if queries.ndim == 4 else queries[None]
         else:
-            single = isinstance(queries, (str, Path, Image.Image)) or (isinstance(queries, Tensor) and queries.ndim == 3)
-            listed = [queries] if single else list(queries)  # type: ignore[arg-type]
+            one = isinstance(queries, (str, Path, Image.Image)) or (isinstance(queries, Tensor) and queries.ndim == 3)
+            listed = cast(list[Query], [queries] if one else list(queries))  # type: ignore[arg-type]
             images = self.embed_inputs(listed)
         with torch.no_grad():
             parts = [self.model.net(batch.to(self.device)).float().cpu() for batch in images.split(64)]
@@ -164,7 +165,6 @@ class Retriever:
         scores, rows = self.search_descriptors(self.embed(queries), k)
         index = self._dataset_index
         return [
-            [Hit(self.paths[int(index[r])], float(s), int(r)) for s, r in zip(qs.tolist(), qr.tolist(), strict=True)
-             if r >= 0]
-            for qs, qr in zip(scores, rows, strict=True)
-        ]  # fmt: skip
+            [Hit(self.paths[int(index[r])], float(s), int(r)) for s, r in zip(row_scores, row, strict=True) if r >= 0]
+            for row_scores, row in zip(scores.tolist(), rows.tolist(), strict=True)
+        ]

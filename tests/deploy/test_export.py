@@ -60,7 +60,7 @@ def test_export_mistakes_exit_2_with_one_line(run: Run, tmp_path: Path) -> None:
         "no config": [*common],
         "another network": ["--config", str(tmp_path / "other.yaml"), *common],
         "missing checkpoint": ["--config", str(run.config), *common[:0], "--ckpt_path", str(tmp_path / "no.ckpt"),
-                               "--format", "torchscript", "--output", str(tmp_path / "m.pt")],  # fmt: skip
+                               "--format", "torchscript", "--output", str(tmp_path / "m.pt")],
     }
     expected = {
         "no config": f"--config {run.config.resolve()} --ckpt_path {run.ckpt}",  # the run's config.yaml, named

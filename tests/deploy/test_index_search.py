@@ -17,7 +17,12 @@ from PIL import Image
 from ranklit.data.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
 from ranklit.errors import UserError
-from ranklit.functional.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, apply_postprocess
+from ranklit.functional.postprocess import (
+    AlphaQueryExpansion,
+    DatabaseAugmentation,
+    LearntWhitening,
+    apply_postprocess,
+)
 from ranklit.functional.whitening import learn_whitening
 
 from .conftest import Images, Run
@@ -25,9 +30,12 @@ from .conftest import Images, Run
 K = 5
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # fmt: skip
+                          env={**os.environ, "PYTHONPATH": str(REPOSITORY)})  # fmt: skip
 
 
 @pytest.fixture(scope="module")

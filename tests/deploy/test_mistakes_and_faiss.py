@@ -45,13 +45,13 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
         "foreign folder": (["search", "--index", str(images.gallery), *query], "is not a ranklit index"),
         "unfinished index": (["search", "--index", str(unfinished), *query], "run the same `ranklit index`"),
         "unreadable query": (["search", "--index", str(index), "--query", str(tmp_path / "broken.jpg")],
-                             "broken.jpg"),  # fmt: skip
+                             "broken.jpg"),
         "missing query": (["search", "--index", str(index), "--query", str(tmp_path / "no.png")], "no.png not found"),
         "another model": ([*build, "--ckpt_path", str(other), "--output", str(index)], "built by another model"),
         "index without config": ([*build[:1], *build[3:], "--ckpt_path", str(run.ckpt), "--output",
-                                  str(tmp_path / "new")], "needs a config"),  # fmt: skip
+                                  str(tmp_path / "new")], "needs a config"),
         "no images": (["index", "--config", str(run.config), "--images", str(tmp_path / "none"), "--ckpt_path",
-                       str(run.ckpt), "--output", str(tmp_path / "new")], "none: no such folder"),  # fmt: skip
+                       str(run.ckpt), "--output", str(tmp_path / "new")], "none: no such folder"),
         "faiss structure absent": (["search", "--index", str(index), *query, "--backend", "ivf"], "has no ivf"),
     }
     cases_file = tmp_path / "cases.json"

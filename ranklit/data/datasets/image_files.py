@@ -18,7 +18,8 @@ class ImageFiles(ImageRetrievalDataset):
 
     No class structure is needed: the images are what a search index holds (``ranklit index --images DIR|CSV``).
     Every label is 0. Hidden files and files without an image extension (``IMAGE_EXTENSIONS``) are skipped; missing,
-    empty and twice-listed files of a CSV are reported together (:class:`~ranklit.data.datasets.validation.DatasetError`).
+    empty and twice-listed files of a CSV are reported together
+    (:class:`~ranklit.data.datasets.validation.DatasetError`).
 
     Args:
         root: the folder of images, or the folder the CSV's paths are relative to.
