@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ import torch
 import yaml
 from torch import nn
 
-import ranklit
 from ranklit.errors import UserError
 
 __all__ = ["CARD_FORMAT", "LoadedModel", "load_model", "weights_sha256"]
@@ -49,6 +49,13 @@ def weights_sha256(net: nn.Module) -> str:
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def _ranklit_version() -> str:
+    try:
+        return version("ranklit")  # what `ranklit.__version__` reads (the deploy layer does not import `ranklit`)
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 @dataclass
@@ -148,7 +155,7 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
         "output": {"name": "embeddings", "embedding_dim": int(probe.shape[1]), "l2_normalised": normalised},
         "model_sha256": weights_sha256(net),
         "checkpoint": str(ckpt_path.resolve()),
-        "versions": {"ranklit": ranklit.__version__, "torch": torch.__version__},
+        "versions": {"ranklit": _ranklit_version(), "torch": torch.__version__},
         "config": tree,
     }
     return LoadedModel(net, card)

@@ -4,6 +4,7 @@ within 1e-4 for batches of 1 and 5, their card says how to feed them, and a mist
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from PIL import Image
 
 from ranklit.cli import main
+from ranklit.data.transforms import test_transform
 
 from .conftest import Run
 
@@ -26,11 +29,19 @@ def _run_exported(path: Path, fmt: str, images: torch.Tensor) -> torch.Tensor:
     return torch.jit.load(str(path))(images)
 
 
+@pytest.fixture(scope="module")
+def exported(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("exported")
+    files = {"onnx": folder / "model.onnx", "torchscript": folder / "model.pt"}
+    for fmt, output in files.items():
+        main(["export", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--format", fmt, "--output",
+              str(output)])  # fmt: skip
+    return files
+
+
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
-def test_export_equals_the_checkpoints_network(fmt: str, run: Run, tmp_path: Path) -> None:
-    output = tmp_path / ("model.onnx" if fmt == "onnx" else "model.pt")
-    main(["export", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--format", fmt, "--output",
-          str(output)])  # fmt: skip
+def test_export_equals_the_checkpoints_network(fmt: str, run: Run, exported: dict[str, Path]) -> None:
+    output = exported[fmt]
     net = run.net()
     for batch in (1, 5):
         images = torch.randn(batch, 3, 32, 32)
@@ -76,3 +87,24 @@ def test_export_mistakes_exit_2_with_one_line(run: Run, tmp_path: Path) -> None:
         assert result["returncode"] == 2, (name, result["stderr"][-2000:])
         assert len(lines) == 1 and lines[0].startswith("error: ") and expected[name] in lines[0], (name, lines)
     assert not list(tmp_path.glob("m.*"))  # a refusal writes nothing
+
+
+def test_the_docs_onnxruntime_server_gives_the_networks_embeddings(run: Run, exported: dict[str, Path],
+                                                                   tmp_path: Path) -> None:  # fmt: skip
+    """The serving snippet of docs/deploy.md, run as written (file names replaced), on images of odd sizes."""
+    pytest.importorskip("onnxruntime")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    snippet = re.search(r"### Serving.*?```python\n(.*?)```", page, flags=re.S).group(1)  # type: ignore[union-attr]
+    rng = np.random.default_rng(0)
+    names = []
+    for number, (height, width) in enumerate([(45, 61), (70, 33), (32, 32)]):
+        low = Image.fromarray(rng.integers(0, 255, (5, 5, 3), dtype=np.uint8)).resize((width, height), Image.BILINEAR)
+        low.save(tmp_path / f"{'abc'[number]}.png")
+        names.append(str(tmp_path / f"{'abc'[number]}.png"))
+    code = snippet.replace('"model.onnx', f'"{exported["onnx"]}').replace('["a.jpg", "b.jpg", "c.jpg"]', repr(names))
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102 (the documentation's own code)
+    transform = test_transform(32, 32)
+    with torch.no_grad():
+        expected = run.net()(torch.stack([transform(Image.open(n).convert("RGB")) for n in names]))
+    torch.testing.assert_close(torch.from_numpy(namespace["embeddings"]), expected, atol=1e-4, rtol=0)
