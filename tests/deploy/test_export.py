@@ -107,4 +107,6 @@ def test_the_docs_onnxruntime_server_gives_the_networks_embeddings(run: Run, exp
     transform = test_transform(32, 32)
     with torch.no_grad():
         expected = run.net()(torch.stack([transform(Image.open(n).convert("RGB")) for n in names]))
-    torch.testing.assert_close(torch.from_numpy(namespace["embeddings"]), expected, atol=1e-4, rtol=0)
+    # Pillow's and torchvision's bilinear resizes differ by one grey level on some pixels (measured: <= 1, mean
+    # 0.002-0.2): 4.7e-4 on these embeddings; a missing normalisation or crop would be off by > 0.1
+    torch.testing.assert_close(torch.from_numpy(namespace["embeddings"]), expected, atol=2e-3, rtol=0)
