@@ -103,7 +103,7 @@ def test_the_docs_onnxruntime_server_gives_the_networks_embeddings(run: Run, exp
         names.append(str(tmp_path / f"{'abc'[number]}.png"))
     code = snippet.replace('"model.onnx', f'"{exported["onnx"]}').replace('["a.jpg", "b.jpg", "c.jpg"]', repr(names))
     namespace: dict = {}
-    exec(code, namespace)  # noqa: S102 (the documentation's own code)
+    exec(code, namespace)  # the documentation's own code
     transform = test_transform(32, 32)
     with torch.no_grad():
         expected = run.net()(torch.stack([transform(Image.open(n).convert("RGB")) for n in names]))
