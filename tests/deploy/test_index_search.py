@@ -17,6 +17,7 @@ from PIL import Image
 from ranklit.data.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
 from ranklit.errors import UserError
+from ranklit.functional.descriptors import DescriptorShards
 from ranklit.functional.postprocess import (
     AlphaQueryExpansion,
     DatabaseAugmentation,
@@ -131,3 +132,19 @@ def test_an_interrupted_build_resumes_from_its_last_complete_block(run: Run, ima
 def test_descriptors_of_another_size_are_refused(index: Path) -> None:
     with pytest.raises(UserError, match="size 7 given; this index's model gives 16"):
         Retriever.from_index(index).search(torch.randn(2, 7), k=3)
+
+
+@pytest.mark.slow  # two processes (DDP on CPU), started by Lightning
+def test_two_processes_index_the_same_descriptors(run: Run, images: Images, index: Path, tmp_path: Path) -> None:
+    built = _cli("index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
+                 "--output", str(tmp_path / "index"), "--devices", "2", "--accelerator", "cpu", "--block_rows", "10",
+                 "--no-progress")  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert len(list((tmp_path / "index" / "descriptors").glob("block*-rank1.json"))) == 3  # both ranks wrote blocks
+    one, two = DescriptorShards(index / "descriptors"), DescriptorShards(tmp_path / "index" / "descriptors")
+    assert sorted(two.index.tolist()) == list(range(24))  # every image once (the sampler's padding repeats dropped)
+    torch.testing.assert_close(two.tensor()[two.index.argsort()], one.tensor()[one.index.argsort()], atol=1e-5, rtol=0)
+    queries = [images.queries / n for n in sorted(images.originals)]
+    assert [h[0].path for h in Retriever.from_index(tmp_path / "index").search(queries, k=1)] == [
+        str(images.originals[n]) for n in sorted(images.originals)
+    ]
