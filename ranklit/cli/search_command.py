@@ -19,6 +19,7 @@ import torch
 from ranklit.cli.export_command import CommandParser
 from ranklit.deploy import Hit, Retriever
 from ranklit.deploy.faiss_backend import BACKENDS
+from ranklit.deploy.index import images_dataset
 from ranklit.errors import UserError
 from ranklit.functional.postprocess import (
     AlphaQueryExpansion,
@@ -65,10 +66,9 @@ def _steps(options: argparse.Namespace) -> list[PostProcessStep]:
 
 
 def _queries(query: Path) -> list[str]:
-    if query.is_dir():
-        from ranklit.data import ImageFiles
-
-        return [str(p) for p in ImageFiles(query).paths]
+    """An image file, or the images of a folder or CSV file (as ``ranklit index --images`` reads them)."""
+    if query.is_dir() or query.suffix.lower() == ".csv":
+        return [str(p) for p in images_dataset(query).paths]  # type: ignore[attr-defined]
     if not query.is_file():
         raise UserError(f"query image {query} not found.")
     return [str(query)]

@@ -93,11 +93,14 @@ def images_dataset(images: str | Path, transform: Any = None) -> Dataset:
     from ranklit.data import ImageFiles
 
     source = Path(images)
-    if source.is_file() and source.suffix.lower() == ".csv":
+    if not source.is_dir() and not (source.is_file() and source.suffix.lower() == ".csv"):
+        raise UserError(f"{source}: no such folder or .csv file of images.")
+    try:
+        if source.is_dir():
+            return ImageFiles(source, transform=transform)
         return ImageFiles(source.parent, transform=transform, csv_file=source.resolve())
-    if not source.is_dir():
-        raise UserError(f"`--images` {source}: no such folder or .csv file.")
-    return ImageFiles(source, transform=transform)
+    except ValueError as error:  # e.g. a folder without images: the reader's message names it
+        raise UserError(str(error)) from None
 
 
 def _check_existing(files: IndexFiles, card: dict[str, Any], paths: list[str]) -> None:

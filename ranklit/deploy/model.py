@@ -88,8 +88,13 @@ def _read_config(config: Path) -> dict[str, Any]:
 
 
 def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
+    """``model.net`` of a config, with ``pretrained: false``: its weights come from a checkpoint, nothing is
+    downloaded."""
     from jsonargparse import ArgumentParser
 
+    init_args = dict(net_config.get("init_args") or {})
+    if init_args.get("pretrained"):
+        net_config = {**net_config, "init_args": {**init_args, "pretrained": False}}
     parser = ArgumentParser(exit_on_error=False)
     parser.add_subclass_arguments(nn.Module, "net")
     try:
@@ -101,7 +106,10 @@ def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
 def _load_weights(net: nn.Module, ckpt_path: Path, config: Path) -> None:
     if not ckpt_path.is_file():
         raise UserError(f"checkpoint {ckpt_path} not found.")
-    checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)  # a Lightning checkpoint (pickled)
+    try:
+        checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)  # a Lightning checkpoint (pickled)
+    except Exception as error:  # not a torch file, truncated, ...
+        raise UserError(f"{ckpt_path} cannot be read as a checkpoint ({type(error).__name__}: {error}).") from None
     state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(state, dict):
         raise UserError(f"{ckpt_path} is not a Lightning checkpoint of ranklit (no `state_dict`).")

@@ -21,7 +21,7 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.decoding import load_image
-from ranklit.deploy.faiss_backend import faiss_search
+from ranklit.deploy.faiss_backend import _faiss, faiss_search
 from ranklit.deploy.index import IndexFiles, read_index_card
 from ranklit.deploy.model import LoadedModel, _build_net, weights_sha256
 from ranklit.errors import UserError
@@ -103,9 +103,7 @@ class Retriever:
                 built = self.card["index"]["backend"]
                 raise UserError(f"{files.folder} has no {self.backend} structure (it has: {built}); use `--backend "
                                 "exact` or rebuild the index.")  # fmt: skip
-            import faiss
-
-            self._faiss = faiss.read_index(str(files.faiss))
+            self._faiss = _faiss().read_index(str(files.faiss))
         self.steps = list(postprocess)
         self._galleries: list[Tensor | Descriptors] = []
         gallery: Tensor | Descriptors = shards

@@ -37,6 +37,7 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
     card["index"]["complete"] = False
     (unfinished / "index.json").write_text(json.dumps(card))
     (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff not a JPEG")
+    (tmp_path / "empty").mkdir()
     other = _other_checkpoint(run, tmp_path / "other.ckpt")
     build = ["index", "--config", str(run.config), "--images", str(images.gallery), "--no-progress"]
     query = ["--query", str(next(images.queries.iterdir()))]
@@ -52,6 +53,12 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
                                   str(tmp_path / "new")], "needs a config"),
         "no images": (["index", "--config", str(run.config), "--images", str(tmp_path / "none"), "--ckpt_path",
                        str(run.ckpt), "--output", str(tmp_path / "new")], "none: no such folder"),
+        "folder without images": (["index", "--config", str(run.config), "--images", str(tmp_path / "empty"),
+                                   "--ckpt_path", str(run.ckpt), "--output", str(tmp_path / "new")],
+                                  "lists no image"),
+        "not a checkpoint": (["index", "--config", str(run.config), "--images", str(images.gallery), "--ckpt_path",
+                              str(tmp_path / "broken.jpg"), "--output", str(tmp_path / "new")],
+                             "cannot be read as a checkpoint"),
         "faiss structure absent": (["search", "--index", str(index), *query, "--backend", "ivf"], "has no ivf"),
     }
     cases_file = tmp_path / "cases.json"
