@@ -168,6 +168,7 @@ def _embed_blocks(model: LoadedModel, data: Dataset, files: IndexFiles, settings
             block = Subset(data, range(start, min(start + rows, len(data))))  # type: ignore[arg-type]
             loader = DataLoader(block, batch_size=settings["batch_size"], num_workers=settings["num_workers"])
             trainer.predict(embedder, dataloaders=loader, return_predictions=False)
+            trainer.strategy.barrier("ranklit-index-block")  # every rank's manifest is written before rank 0 goes on
     return rank_zero
 
 
