@@ -20,7 +20,7 @@ from ranklit.deploy.faiss_backend import BACKENDS
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _arguments() -> argparse.ArgumentParser:
     parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0])
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
@@ -44,9 +44,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: list[str]) -> None:
     """``ranklit index ...`` (``args`` after ``index``)."""
-    options = _parser().parse_args(args)
+    options = _arguments().parse_args(args)
     if options.evaluate and options.backend == "exact":
-        _parser().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
+        _arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
                         "hnsw, pq).")  # fmt: skip
     model = model_from_options(options, "index")
     devices = int(options.devices) if options.devices.isdigit() else options.devices

@@ -31,7 +31,7 @@ from ranklit.functional.postprocess import (
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _arguments() -> argparse.ArgumentParser:
     parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
@@ -94,7 +94,7 @@ def _draw(retriever: Retriever, queries: list[str], hits: list[list[Hit]], outpu
 
 def main(args: list[str]) -> None:
     """``ranklit search ...`` (``args`` after ``search``)."""
-    options = _parser().parse_args(args)
+    options = _arguments().parse_args(args)
     queries = _queries(options.query)
     retriever = Retriever.from_index(
         options.index, postprocess=_steps(options), backend=options.backend, nprobe=options.nprobe,
