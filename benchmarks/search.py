@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 
+from ranklit.deploy._landmarks import DescriptorShards, DescriptorWriter
 from ranklit.deploy.faiss_backend import build_faiss_index, faiss_search, recall_at_k
-from ranklit.functional.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.functional.neighbours import top_k
 
 K = 10
@@ -100,9 +100,9 @@ def _child(method: str, folder: str, queries: torch.Tensor, nprobe: int, threads
         search(queries[q : q + 1])
         single.append(time.perf_counter() - started)
     peak = max(0, _status("VmHWM:") - before)
+    # numpy rows: a tensor would travel as shared memory, which the exiting child takes away
     out.put({"build_s": build, "ms_per_query": 1000 * batch / queries.shape[0],
-             "latency_ms": 1000 * statistics.median(single), "peak_mb": peak / 2**20,
-             "rows": rows.numpy()})  # numpy: a tensor would travel as shared memory the exiting child takes away  # fmt: skip
+             "latency_ms": 1000 * statistics.median(single), "peak_mb": peak / 2**20, "rows": rows.numpy()})
 
 
 def _run(method: str, folder: Path, queries: torch.Tensor, nprobe: int, threads: int) -> dict[str, Any]:

@@ -18,15 +18,10 @@ import torch
 
 from ranklit.cli.export_command import CommandParser
 from ranklit.deploy import Hit, Retriever
+from ranklit.deploy._landmarks import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, PostProcessStep
 from ranklit.deploy.faiss_backend import BACKENDS
 from ranklit.deploy.index import images_dataset
 from ranklit.errors import UserError
-from ranklit.functional.postprocess import (
-    AlphaQueryExpansion,
-    DatabaseAugmentation,
-    LearntWhitening,
-    PostProcessStep,
-)
 
 __all__ = ["main"]
 

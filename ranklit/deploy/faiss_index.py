@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
+from ranklit.deploy._landmarks import DescriptorShards
 from ranklit.deploy.faiss_backend import _faiss, build_faiss_index, factory_string, faiss_search, recall_at_k
 from ranklit.deploy.index import IndexFiles, _write_card, read_index_card
-from ranklit.functional.descriptors import DescriptorShards
 from ranklit.functional.neighbours import top_k
 
 __all__ = ["add_faiss", "evaluate_recall"]

@@ -21,13 +21,12 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.decoding import load_image
+from ranklit.deploy._landmarks import Descriptors, DescriptorShards, PostProcessStep
 from ranklit.deploy.faiss_backend import _faiss, faiss_search
 from ranklit.deploy.index import IndexFiles, read_index_card
 from ranklit.deploy.model import LoadedModel, _build_net, weights_sha256
 from ranklit.errors import UserError
-from ranklit.functional.descriptors import Descriptors, DescriptorShards
 from ranklit.functional.neighbours import top_k
-from ranklit.functional.postprocess import PostProcessStep
 
 __all__ = ["Hit", "Retriever"]
 

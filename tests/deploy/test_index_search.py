@@ -16,15 +16,15 @@ from PIL import Image
 
 from ranklit.data.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
-from ranklit.errors import UserError
-from ranklit.functional.descriptors import DescriptorShards
-from ranklit.functional.postprocess import (
+from ranklit.deploy._landmarks import (  # the landmark pipeline's pieces, imported in one place
     AlphaQueryExpansion,
     DatabaseAugmentation,
+    DescriptorShards,
     LearntWhitening,
     apply_postprocess,
+    learn_whitening,
 )
-from ranklit.functional.whitening import learn_whitening
+from ranklit.errors import UserError
 
 from .conftest import Images, Run
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from ranklit.deploy import build_index, load_model
+from ranklit.deploy._landmarks import TensorDescriptors
 from ranklit.deploy.faiss_backend import build_faiss_index, factory_string, faiss_search, recall_at_k
-from ranklit.functional.descriptors import TensorDescriptors
 from ranklit.functional.neighbours import top_k
 
 from .conftest import Images, Run
