@@ -73,6 +73,7 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow  # a fresh Python with torch, Lightning and faiss
 def test_command_line_faiss_index_reports_its_recall_and_searches(run: Run, images: Images, tmp_path: Path) -> None:
     args = ["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
             "--output", str(tmp_path / "index"), "--backend", "flat", "--evaluate", "--evaluate_k", "3",
