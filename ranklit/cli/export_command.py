@@ -38,7 +38,7 @@ def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel
 
 def main(args: list[str]) -> None:
     """``ranklit export ...`` (``args`` after ``export``)."""
-    parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0].replace("``", ""))
     add_model_options(parser)
     parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
     parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")

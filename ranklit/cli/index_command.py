@@ -21,7 +21,7 @@ __all__ = ["main"]
 
 
 def _arguments() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0].replace("``", ""))
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
                         "with a `path` column (paths relative to its folder)")  # fmt: skip

@@ -27,7 +27,7 @@ __all__ = ["main"]
 
 
 def _arguments() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
     parser.add_argument("--k", type=int, default=10, help="results per query")
