@@ -19,6 +19,7 @@ PACKAGES = (
     "ranklit.losses",
     "ranklit.metrics",
     "ranklit.landmarks",
+    "ranklit.deploy",
     "ranklit.data",
     "ranklit.models",
     "ranklit.training",

@@ -132,6 +132,16 @@ def test_ranking_grid_frames_items_by_level() -> None:
     assert np.allclose(shown, images[1].permute(1, 2, 0).numpy() / 255.0)  # first item of query 0 is image 1
 
 
+def test_ranking_grid_of_unlabelled_items_frames_them_grey_without_a_legend() -> None:
+    """A search index's results have no labels (``num_levels = 0``): no frame may claim a class relation."""
+    levels = torch.zeros(1, 2, dtype=torch.long)
+    retrieved = Retrieved(indices=torch.tensor([[1, 0]]), scores=torch.ones(1, 2), levels=levels, num_levels=0)
+    images = torch.randint(0, 256, (2, 3, 6, 6), dtype=torch.uint8)
+    fig = ranking_grid(images[:1], retrieved, images)
+    assert _frame_colours(fig, 1) == ["#7f7f7f", "#7f7f7f"] and not fig.legends
+    assert ranking_grid(images[:1], Retrieved(retrieved.indices, retrieved.scores, retrieved.levels, 1), images).legends
+
+
 def test_ranking_grid_side_by_side_loads_only_the_shown_items() -> None:
     requested: list[list[int]] = []
 

@@ -28,20 +28,22 @@ class EmbeddingWriter(BasePredictionWriter):
     Layout: ``path/`` holds the shards of the predicted set (format: :mod:`ranklit.landmarks.descriptors`); with a
     query/gallery evaluation, ``path/query/`` and ``path/gallery/``. Under DDP every rank writes its own shards and
     manifest (``rank<r>``); readers merge them and drop the sampler's padding repeats by dataset index. A folder is
-    readable once its manifests are written, at the end of the epoch. Read it with :func:`load_predictions` (into
-    memory) or :class:`ranklit.landmarks.descriptors.DescriptorShards` (memory-mapped).
+    readable once its manifests are written, at the end of the epoch. ``prefix`` starts the writers' names
+    (``<prefix>rank<r>``): several predictions into one folder (the blocks of ``ranklit index``) read as one set.
+    Read it with :func:`load_predictions` (into memory) or :class:`ranklit.landmarks.descriptors.DescriptorShards`
+    (memory-mapped).
     """
 
-    def __init__(self, path: str = "predictions", shard_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+    def __init__(self, path: str = "predictions", shard_rows: int = DEFAULT_CHUNK_ROWS, prefix: str = "") -> None:
         super().__init__(write_interval="batch")
-        self.path, self.shard_rows = Path(path), shard_rows
+        self.path, self.shard_rows, self.prefix = Path(path), shard_rows, prefix
         self._writers: dict[int, DescriptorWriter] = {}
 
     def _writer(self, trainer: L.Trainer, dataloader_idx: int) -> DescriptorWriter:
         if dataloader_idx not in self._writers:
             several = len(trainer.num_predict_batches) > 1
             folder = self.path / _ROLES[dataloader_idx] if several else self.path
-            name = f"rank{trainer.global_rank}"
+            name = f"{self.prefix}rank{trainer.global_rank}"
             self._writers[dataloader_idx] = DescriptorWriter(folder, name, shard_rows=self.shard_rows)
         return self._writers[dataloader_idx]
 

@@ -30,6 +30,7 @@ Ctrl-C).
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 from collections.abc import Iterator
@@ -61,6 +62,7 @@ from ranklit.models._module import RetrievalModule
 
 __all__ = ["RanklitCLI", "main"]
 
+_DEPLOY = ("export", "index", "search")  # argparse commands outside the LightningCLI
 _DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 _CHECKPOINT_CONNECTOR = r"lightning\.pytorch\.trainer\.connectors\.checkpoint_connector"  # Lightning 2.5.5-2.6.6
 _MOVED = {
@@ -249,6 +251,12 @@ def main(args: list[str] | None = None) -> None:
         with user_errors():
             check_command_line(args[1:])
             data_check.main(args[1:])
+    if args[:1] and args[0] in _DEPLOY:  # ranklit.cli._export_command, _index_command, _search_command
+        warning_filters.install(args)
+        with user_errors():
+            check_command_line(args)
+            importlib.import_module(f"ranklit.cli._{args[0]}_command").main(args[1:])
+        return
     if old := renamed_keys(args):
         moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
@@ -262,7 +270,8 @@ def main(args: list[str] | None = None) -> None:
             parser_kwargs={
                 "description": "Train and evaluate retrieval models. `ranklit configs` lists the configs; "
                 "`ranklit data check --config X` reads every image of a config's datasets; `ranklit data prepare NAME "
-                "--root DIR` downloads and lays out a benchmark dataset."
+                "--root DIR` downloads and lays out a benchmark dataset; `ranklit export`, `ranklit index` and "
+                "`ranklit search` turn a checkpoint into a search (each has --help)."
             },
         )
 

@@ -31,7 +31,7 @@ from lightning.pytorch.cli import LightningArgumentParser
 
 from ranklit.errors import UserError
 
-__all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "user_errors"]
+__all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "missing_config", "user_errors"]
 
 _RUNS = ("fit", "validate", "test", "predict")
 BUILD_ERRORS = (ValueError, TypeError, MisconfigurationException)
@@ -104,12 +104,18 @@ def check_command_line(args: list[str]) -> None:
         return
     if any(a.startswith(("--model.net", "--model=", "--print_config")) for a in args):
         return  # a config given key by key, or printed
+    raise missing_config(args[0], _value(args, "--ckpt_path"))
+
+
+def missing_config(command: str, ckpt: str | None) -> UserError:
+    """The error of ``ranklit <command>`` without ``--config``; with a checkpoint, it names the ``config.yaml`` of
+    the run that wrote it (``<run>/checkpoints/<ckpt>`` → ``<run>/config.yaml``) when there is one."""
     hint = "`ranklit configs` lists the shipped configs, e.g. `ranklit fit --config quickstart.yaml`"
-    if (ckpt := _value(args, "--ckpt_path")) is not None:
+    if ckpt is not None:
         saved = Path(ckpt).resolve().parent.parent / "config.yaml"
         where = str(saved) if saved.is_file() else "<run directory>/config.yaml"
-        hint = f"give the config of the run that wrote it: `ranklit {args[0]} --config {where} --ckpt_path {ckpt}`"
-    raise UserError(f"`ranklit {args[0]}` needs a config (`--config FILE`): {hint}.")
+        hint = f"give the config of the run that wrote it: `ranklit {command} --config {where} --ckpt_path {ckpt}`"
+    return UserError(f"`ranklit {command}` needs a config (`--config FILE`): {hint}.")
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from ranklit.viz._images import to_display
 
 __all__ = ["Retrieved", "retrieve", "ranking_grid", "level_colour", "dataset_images"]
 
-_GREEN, _ORANGE, _RED, _QUERY = "#2ca02c", "#ff7f0e", "#d62728", "#1f3b73"
+_GREEN, _ORANGE, _RED, _QUERY, _GREY = "#2ca02c", "#ff7f0e", "#d62728", "#1f3b73", "#7f7f7f"
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Retrieved:
         scores: ``[Q, k]`` cosine similarities.
         levels: ``[Q, k]`` level of each retrieved item w.r.t. its query ([spec §0][spec-conventions]): ``L`` = same
             fine class, ``0`` = nothing in common.
-        num_levels: ``L``, the number of label columns.
+        num_levels: ``L``, the number of label columns; 0 for unlabelled items (grey frames, no legend).
     """
 
     indices: Tensor
@@ -93,11 +93,14 @@ def retrieve(
 
 
 def level_colour(level: int, num_levels: int) -> str:
-    """Frame colour of an item at ``level``: green = same fine class, orange = a coarser class only, red = none.
+    """Frame colour of an item at ``level``: green = same fine class, orange = a coarser class only, red = none;
+    grey when there are no labels (``num_levels = 0``: a search index's images).
 
-    >>> level_colour(2, 2), level_colour(1, 2), level_colour(0, 2)
-    ('#2ca02c', '#ff7f0e', '#d62728')
+    >>> level_colour(2, 2), level_colour(1, 2), level_colour(0, 2), level_colour(0, 0)
+    ('#2ca02c', '#ff7f0e', '#d62728', '#7f7f7f')
     """
+    if num_levels == 0:
+        return _GREY
     return _GREEN if level >= num_levels else (_ORANGE if level > 0 else _RED)
 
 
@@ -197,5 +200,6 @@ def ranking_grid(
     if any(r.num_levels > 1 for r in rankings):
         legend.append(Patch(edgecolor=_ORANGE, facecolor="none", lw=3, label="same coarse class"))
     legend.append(Patch(edgecolor=_RED, facecolor="none", lw=3, label="unrelated"))
-    fig.legend(handles=legend, loc="lower center", ncol=len(legend), frameon=False, fontsize=9)
+    if any(r.num_levels > 0 for r in rankings):  # unlabelled rankings (num_levels 0) have nothing to explain
+        fig.legend(handles=legend, loc="lower center", ncol=len(legend), frameon=False, fontsize=9)
     return fig

@@ -46,7 +46,7 @@ def _epilog() -> str:
     return "datasets (NAME, title, download size, source, terms):\n" + "\n".join(rows) + "\n\nSee docs/datasets.md."
 
 
-def _parser() -> argparse.ArgumentParser:
+def _prepare_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ranklit data prepare",
         description="Download, verify, unpack and lay out a benchmark dataset in one command.",
@@ -206,7 +206,7 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
 
 def main(args: list[str]) -> None:
     """``ranklit data prepare ...`` (``args`` after ``prepare``); Ctrl-C exits with 130 in one line."""
-    options = _parser().parse_args(args)
+    options = _prepare_parser().parse_args(args)
     entry = _entry(options.name)
     try:
         target, lines, again = prepare(entry, options.root, options)

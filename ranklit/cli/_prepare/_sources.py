@@ -34,7 +34,7 @@ class Source:
     digests: tuple[tuple[str, str], ...]
 
 
-def _name(source: str) -> str:
+def _file_name(source: str) -> str:
     return Path(urllib.parse.urlparse(source).path).name if _is_url(source) else Path(source).name
 
 
@@ -60,7 +60,7 @@ def _matched(entry: DatasetEntry, given: list[str]) -> list[tuple[str, int]]:
             names = ", ".join(files[:6]) + (", ..." if len(files) > 6 else "")
             raise UserError(f"--source {folder} lacks {', '.join(missing[:5])}: {entry.name} is made of {names}.")
         return [(str(folder / name), index) for index, name in enumerate(files)]
-    by_name = {_name(source): index for index, source in enumerate(given)}
+    by_name = {_file_name(source): index for index, source in enumerate(given)}
     if len(given) == len(files) and all(name in by_name for name in files):
         return [(given[by_name[name]], by_name[name]) for name in files]
     if len(given) == len(files):

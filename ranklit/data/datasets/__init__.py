@@ -4,6 +4,7 @@ from ranklit.data.datasets._csv_dataset import CSVDataset
 from ranklit.data.datasets._cub import CUB200
 from ranklit.data.datasets._dyml import DyML
 from ranklit.data.datasets._folder import ClassFolderDataset
+from ranklit.data.datasets._image_files import ImageFiles
 from ranklit.data.datasets._inaturalist import INaturalist2018
 from ranklit.data.datasets._inshop import InShop
 from ranklit.data.datasets._sop import StanfordOnlineProducts
@@ -16,6 +17,7 @@ __all__ = [
     "CUB200",
     "CSVDataset",
     "ClassFolderDataset",
+    "ImageFiles",
     "DyML",
     "INaturalist2018",
     "ImageRetrievalDataset",

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from ranklit.cli._prepare import CATALOG
-from ranklit.cli._prepare._command import _parser
+from ranklit.cli._prepare._command import _prepare_parser
 
 _REPO = Path(__file__).resolve().parents[3]
 _PAGE = (_REPO / "docs" / "datasets.md").read_text()
@@ -44,7 +44,7 @@ def test_every_shipped_config_on_a_catalogued_dataset_is_listed_with_it() -> Non
 
 
 def test_help_lists_every_dataset_with_size_terms_and_source() -> None:
-    text = _parser().format_help()
+    text = _prepare_parser().format_help()
     for entry in CATALOG.values():
         assert re.search(rf"^  {re.escape(entry.name)} +{re.escape(entry.title)}$", text, re.MULTILINE), entry.name
         assert f" {entry.size}; {entry.homepage}\n" in text and f"terms: {entry.terms}\n" in text

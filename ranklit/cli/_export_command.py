@@ -1,0 +1,52 @@
+"""``ranklit export --config C --ckpt_path K --format onnx|torchscript --output PATH``: the network, out of its run.
+
+Writes the network as ``RetrievalModule.net(x)`` computes it (:func:`ranklit.deploy.export_model`) and its JSON card
+beside it (``PATH.json``: input size, resize/crop, mean/std, embedding size, L2 normalisation, versions, the config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ranklit.cli._error_surface import missing_config
+from ranklit.deploy import LoadedModel, card_path, export_model, load_model
+
+__all__ = ["CommandParser", "add_model_options", "main", "model_from_options"]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse with a one-line usage in its errors (the whole one is in ``--help``)."""
+
+    def format_usage(self) -> str:
+        return f"usage: {self.prog} [options] (all options: {self.prog} --help)\n"
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--ckpt_path``: the run's config and its checkpoint."""
+    parser.add_argument("--config", default=None, help="the config of the run (its config.yaml)")
+    parser.add_argument("--ckpt_path", required=True, help="the checkpoint whose network is used")
+
+
+def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel:
+    """The network of ``--config`` with the weights of ``--ckpt_path``; no config is a user error naming the run's."""
+    if options.config is None:
+        raise missing_config(command, options.ckpt_path)
+    return load_model(options.config, options.ckpt_path)
+
+
+def main(args: list[str]) -> None:
+    """``ranklit export ...`` (``args`` after ``export``)."""
+    parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0].replace("``", ""))
+    add_model_options(parser)
+    parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
+    parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")
+    options = parser.parse_args(args)
+    card = export_model(model_from_options(options, "export"), options.output, options.format)
+    output = card["output"]
+    sys.stdout.write(
+        f"wrote {options.output} ({options.format}, input [B, 3, {card['input']['height']}, {card['input']['width']}], "
+        f"output [B, {output['embedding_dim']}]{', L2-normalised' if output['l2_normalised'] else ''}) and its card "
+        f"{card_path(options.output)}\n"
+    )
