@@ -99,10 +99,53 @@ def oracle_query(
 ) -> dict[str, float | None]:
     """Metrics of one query. ``scores``/``levels`` cover the retrieval set only (removed items already dropped);
     ``same_column[h][j]`` says item ``j`` has the query's label at column ``h``. ``None`` = undefined (no positive).
-    Each policy is the mean of the metrics over its orderings (:func:`tie_orderings`)."""
+    Each policy is the mean of the metrics over its orderings (:func:`tie_orderings`), but H-AP's
+    ``"pessimistic"`` / ``"optimistic"`` value, which is its minimum / maximum over every ordering (the ordering by
+    level is not always its worst or best)."""
     runs = [_ordered_metrics(order, levels, same_column, num_levels, recall_at, ndcg_at, alpha)
             for order in tie_orderings(scores, levels, ties)]
-    return {key: None if runs[0][key] is None else sum(run[key] for run in runs) / len(runs) for key in runs[0]}
+    out = {key: None if runs[0][key] is None else sum(run[key] for run in runs) / len(runs) for key in runs[0]}
+    if ties != "average" and out.get("hap") is not None:
+        out["hap"] = _extreme_hap(scores, levels, num_levels, alpha, best=ties == "optimistic")
+    return out
+
+
+def _extreme_hap(scores: list[float], levels: list[int], num_levels: int, alpha: float, best: bool) -> float:
+    """H-AP's minimum (maximum if ``best``) over every ordering of the tie groups, one group at a time.
+
+    Reordering one tie group moves neither the rank nor the H-rank of an item outside it, so H-AP is a constant plus
+    one term per group, and each group's best ordering can be chosen with the others held fixed. Items of one level
+    are interchangeable, so a group runs over the distinct sequences of its members' levels only (the full
+    enumeration, ``tie_orderings(..., "average")``, is too long for groups of 8 and more)."""
+    order = tie_orderings(scores, levels, "pessimistic")[0]
+    pick = max if best else min
+    for value in sorted(set(scores), reverse=True):
+        slots = [p for p, j in enumerate(order) if scores[j] == value]
+        by_level: dict[int, list[int]] = {}
+        for p in slots:
+            by_level.setdefault(levels[order[p]], []).append(order[p])
+        candidates = []
+        for sequence in _distinct_sequences({v: len(items) for v, items in by_level.items()}, len(slots)):
+            queues = {v: list(items) for v, items in by_level.items()}
+            candidate = list(order)
+            for p, v in zip(slots, sequence, strict=True):
+                candidate[p] = queues[v].pop()
+            candidates.append(candidate)
+        order = pick(candidates, key=lambda c: _ordered_hierarchical(c, levels, num_levels, alpha)["hap"])
+    return _ordered_hierarchical(order, levels, num_levels, alpha)["hap"]
+
+
+def _distinct_sequences(counts: dict[int, int], length: int) -> list[tuple[int, ...]]:
+    """Every distinct sequence holding ``counts[v]`` copies of each ``v``."""
+    if length == 0:
+        return [()]
+    out = []
+    for v in counts:
+        if counts[v]:
+            counts[v] -= 1
+            out += [(v, *rest) for rest in _distinct_sequences(counts, length - 1)]
+            counts[v] += 1
+    return out
 
 
 def oracle_retrieval_metrics(
