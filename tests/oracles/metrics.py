@@ -59,13 +59,7 @@ def _ordered_hierarchical(order: list[int], levels: list[int], num_levels: int, 
     if not relevant:
         return {"hap": None, "asi": None, "ndcg": None}
     position = {j: p + 1 for p, j in enumerate(order)}
-    size = {v: sum(1 for k in order if levels[k] == v) for v in range(num_levels + 1)}
-    rel = {k: ((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in order}
-    hap = 0.0
-    for k in relevant:
-        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if position[j] < position[k])
-        hap += h_rank / position[k]
-    hap /= sum(rel[k] for k in relevant)
+    hap = _ordered_hap(order, levels, num_levels, alpha)
     r = len(relevant)
     ideal = sorted((levels[k] for k in order), reverse=True)
     asi = 0.0
@@ -76,6 +70,19 @@ def _ordered_hierarchical(order: list[int], levels: list[int], num_levels: int, 
     dcg = sum((2.0 ** levels[k] - 1.0) / math.log2(1 + position[k]) for k in order)
     idcg = sum((2.0 ** lv - 1.0) / math.log2(1 + i + 1) for i, lv in enumerate(ideal))
     return {"hap": hap, "asi": asi, "ndcg": dcg / idcg}
+
+
+def _ordered_hap(order: list[int], levels: list[int], num_levels: int, alpha: float) -> float:
+    """H-AP (HAPPIER Eq. 3) of one strict ordering with at least one item of level >= 1."""
+    relevant = [k for k in order if levels[k] >= 1]
+    position = {j: p + 1 for p, j in enumerate(order)}
+    size = {v: sum(1 for k in order if levels[k] == v) for v in range(num_levels + 1)}
+    rel = {k: ((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in order}
+    hap = 0.0
+    for k in relevant:
+        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if position[j] < position[k])
+        hap += h_rank / position[k]
+    return hap / sum(rel[k] for k in relevant)
 
 
 def tie_orderings(scores: list[float], levels: list[int], ties: str) -> list[list[int]]:
@@ -124,6 +131,8 @@ def _extreme_hap(scores: list[float], levels: list[int], num_levels: int, alpha:
         by_level: dict[int, list[int]] = {}
         for p in slots:
             by_level.setdefault(levels[order[p]], []).append(order[p])
+        if len(by_level) == 1:  # one level: every ordering of the group gives the same H-AP
+            continue
         candidates = []
         for sequence in _distinct_sequences({v: len(items) for v, items in by_level.items()}, len(slots)):
             queues = {v: list(items) for v, items in by_level.items()}
@@ -131,8 +140,8 @@ def _extreme_hap(scores: list[float], levels: list[int], num_levels: int, alpha:
             for p, v in zip(slots, sequence, strict=True):
                 candidate[p] = queues[v].pop()
             candidates.append(candidate)
-        order = pick(candidates, key=lambda c: _ordered_hierarchical(c, levels, num_levels, alpha)["hap"])
-    return _ordered_hierarchical(order, levels, num_levels, alpha)["hap"]
+        order = pick(candidates, key=lambda c: _ordered_hap(c, levels, num_levels, alpha))
+    return _ordered_hap(order, levels, num_levels, alpha)
 
 
 def _distinct_sequences(counts: dict[int, int], length: int) -> list[tuple[int, ...]]:
