@@ -143,7 +143,7 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
     minimum, and likewise decreasing relevance the maximum; items of equal relevance are interchangeable. The
     ordering by level is not it, as ``rel`` falls with ``|Omega^(l)|``: with ``L = 3``, ``alpha = 1`` and levels
     ``1, 3, 3, 3, 2, 3, 3`` the relevances are ``1/3, 1/5, ..., 2/3, ...``, and a level-3 item is the least relevant.
-    Cost: one more stable sort of the ``R`` relevant items of each query.
+    Cost: one more stable sort of the ``R`` relevant items of each query, when some relevant items tie.
 
     Args:
         ranking: the ranked relevant items (:func:`rank_relevant_items`).
@@ -168,7 +168,8 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
     level_rel = torch.zeros(levels.shape[0], num_levels + 1, dtype=torch.float64, device=levels.device)
     level_rel = level_rel.scatter_reduce(1, levels, rel, reduce="amax")
     hap_levels, hap_rel = levels, rel  # each tie group by relevance for H-AP: its extremes (see above)
-    if tied.rank is not None and num_levels > 1 and levels.shape[1] > 1:
+    tie = (ranking.descending[:, 1:] == ranking.descending[:, :-1]) & ranking.valid[:, 1:]
+    if tied.rank is not None and num_levels > 1 and bool(tie.any()):
         order = _relevance_order(ranking.descending, levels, level_rel, ranking.ties)
         hap_levels, hap_rel = levels.gather(1, order), rel.gather(1, order)
     weights = [torch.minimum(hap_rel, level_rel[:, v : v + 1]) for v in range(1, num_levels + 1)]
