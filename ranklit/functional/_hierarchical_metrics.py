@@ -7,8 +7,10 @@ Level-0 items only push the relevant ones down, which their ranks already count.
 :mod:`ranklit.functional._positive_ranks`, only the ``R`` relevant items of a query are sorted and each rank is a count
 over the row: no row is sorted. Ties follow the policy of [spec §0][spec-ties]: under ``"pessimistic"`` (resp.
 ``"optimistic"``) the items of a group of equal scores are ordered by increasing (resp. decreasing) level, level-0
-items first (resp. last), and every metric reads that ordering; under ``"average"`` every metric is its expectation
-over the uniformly random orderings of the tie groups (closed forms, and hypergeometric draws for ASI).
+items first (resp. last), and every metric reads that ordering but H-AP, which reads each group by increasing (resp.
+decreasing) relevance, its worst (resp. best) ordering (:func:`hierarchical_query_metrics`); under ``"average"``
+every metric is its expectation over the uniformly random orderings of the tie groups (closed forms, and
+hypergeometric draws for ASI).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class RelevantRanking:
     """The relevant items of each query of a chunk, by decreasing score, counted in the whole retrieval set.
 
     Within a tie group the items are ordered by the policy (``"pessimistic"``: increasing level; ``"optimistic"``:
-    decreasing level; ``"average"``: any order, the metrics average over all).
+    decreasing level; ``"average"``: any order, the metrics average over all); H-AP reorders them by relevance.
 
     Attributes:
         descending: ``[C, R]`` their scores (``-inf`` padding at the end).
@@ -94,10 +96,7 @@ def rank_relevant_items(
     if ties != "pessimistic":
         above = torch.where(valid, count_at_least(scores, strictly_above_thresholds(descending)), 0)
     if ties != "average" and descending.shape[1] > 1:  # order each tie group by level
-        new_group = torch.ones_like(valid)
-        new_group[:, 1:] = descending[:, 1:] != descending[:, :-1]
-        within = levels if ties == "pessimistic" else num_levels - levels
-        order = torch.argsort(new_group.long().cumsum(1) * (num_levels + 1) + within, dim=1, stable=True)
+        order = _order_in_groups(descending, levels if ties == "pessimistic" else num_levels - levels, num_levels + 1)
         descending, levels, valid = descending.gather(1, order), levels.gather(1, order), valid.gather(1, order)
         at_least = at_least.gather(1, order)
         above = None if above is None else above.gather(1, order)
@@ -131,6 +130,21 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
     tie group equally likely for each member), ASI from the hypergeometric law of the levels drawn from the tie group
     straddling position ``k`` (``O(C R L Y)`` with ``Y`` the most items of one level in a tie group).
 
+    Under ``"pessimistic"`` (``"optimistic"``) ASI and NDCG read the ranking's order of each tie group, by increasing
+    (decreasing) level, but H-AP reads it by increasing (decreasing) *relevance*, which gives exactly its minimum
+    (maximum) over all orderings of the tie groups. Proof: reordering a tie group moves neither the rank nor the
+    H-rank of an item outside it (the group is wholly above or wholly below that item), so each group is optimised
+    alone. In a group at positions ``a + 1 .. a + n``, let ``w_t = 1 / (a + t)`` (strictly decreasing) and
+    ``g_t(r) = r + sum_{j in Omega+ before position t} min(r, rel(j))``, non-decreasing in ``r`` (a level-0 item is
+    ``r = 0`` and adds nothing). Swapping the items ``x`` at ``t`` and ``y`` at ``t + 1`` changes nothing else, and
+    the pair's own ``min(rel(x), rel(y))`` goes to position ``t + 1`` either way, so ``sum_k rel(k) * H-AP`` changes by
+    ``(g_t(rel(x)) - g_t(rel(y))) * (w_t - w_{t+1})``: putting the lower relevance first never raises H-AP. Sorting any
+    ordering by such swaps reaches the increasing-relevance ordering without raising H-AP, so that ordering is the
+    minimum, and likewise decreasing relevance the maximum; items of equal relevance are interchangeable. The
+    ordering by level is not it, as ``rel`` falls with ``|Omega^(l)|``: with ``L = 3``, ``alpha = 1`` and levels
+    ``1, 3, 3, 3, 2, 3, 3`` the relevances are ``1/3, 1/5, ..., 2/3, ...``, and a level-3 item is the least relevant.
+    Cost: one more stable sort of the ``R`` relevant items of each query, when some relevant items tie.
+
     Args:
         ranking: the ranked relevant items (:func:`rank_relevant_items`).
         alpha: exponent of the relevance's level term.
@@ -153,8 +167,13 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
     rel = relevance(levels, num_levels, alpha=alpha, valid=ranking.valid)
     level_rel = torch.zeros(levels.shape[0], num_levels + 1, dtype=torch.float64, device=levels.device)
     level_rel = level_rel.scatter_reduce(1, levels, rel, reduce="amax")
-    weights = [torch.minimum(rel, level_rel[:, v : v + 1]) for v in range(1, num_levels + 1)]
-    cumulative = [(levels == v).to(torch.float64).cumsum(1) for v in range(1, num_levels + 1)]
+    hap_levels, hap_rel = levels, rel  # each tie group by relevance for H-AP: its extremes (see above)
+    tie = (ranking.descending[:, 1:] == ranking.descending[:, :-1]) & ranking.valid[:, 1:]
+    if tied.rank is not None and num_levels > 1 and bool(tie.any()):
+        order = _relevance_order(ranking.descending, levels, level_rel, ranking.ties)
+        hap_levels, hap_rel = levels.gather(1, order), rel.gather(1, order)
+    weights = [torch.minimum(hap_rel, level_rel[:, v : v + 1]) for v in range(1, num_levels + 1)]
+    cumulative = [(hap_levels == v).to(torch.float64).cumsum(1) for v in range(1, num_levels + 1)]
     gain = torch.where(ranking.valid, torch.pow(2.0, levels.to(torch.float64)) - 1.0, 0.0)
     if tied.rank is not None:
         # H-rank sums min(rel(k), rel(j)) over the items at or above k in this ordering (k itself gives rel(k))
@@ -189,6 +208,26 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         "asi": asi,
         "ndcg": torch.where(has_positive, ndcg, zero),
     }
+
+
+def _order_in_groups(descending: Tensor, within: Tensor, span: int) -> Tensor:
+    """The permutation of each row that sorts every group of equal scores by ``within`` (integers in ``0..span-1``),
+    stably, and keeps the groups where they are (``descending`` sorted in each row)."""
+    new_group = torch.ones_like(descending, dtype=torch.bool)
+    new_group[:, 1:] = descending[:, 1:] != descending[:, :-1]
+    return torch.argsort(new_group.long().cumsum(1) * span + within, dim=1, stable=True)
+
+
+def _relevance_order(descending: Tensor, levels: Tensor, level_rel: Tensor, ties: str) -> Tensor:
+    """The permutation that orders each tie group by increasing (``"pessimistic"``) or decreasing relevance.
+
+    ``level_rel``: ``[C, L + 1]`` the relevance of each level (0 for level 0, the padding, and absent levels).
+    """
+    num_levels = level_rel.shape[1] - 1
+    by_relevance = level_rel.argsort(1).argsort(1)  # the place of each level among its row's relevances
+    if ties == "optimistic":
+        by_relevance = num_levels - by_relevance
+    return _order_in_groups(descending, by_relevance.gather(1, levels), num_levels + 1)
 
 
 def _level_gains(num_levels: int, device: torch.device) -> Tensor:

@@ -59,13 +59,7 @@ def _ordered_hierarchical(order: list[int], levels: list[int], num_levels: int, 
     if not relevant:
         return {"hap": None, "asi": None, "ndcg": None}
     position = {j: p + 1 for p, j in enumerate(order)}
-    size = {v: sum(1 for k in order if levels[k] == v) for v in range(num_levels + 1)}
-    rel = {k: ((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in order}
-    hap = 0.0
-    for k in relevant:
-        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if position[j] < position[k])
-        hap += h_rank / position[k]
-    hap /= sum(rel[k] for k in relevant)
+    hap = _ordered_hap(order, levels, num_levels, alpha)
     r = len(relevant)
     ideal = sorted((levels[k] for k in order), reverse=True)
     asi = 0.0
@@ -76,6 +70,19 @@ def _ordered_hierarchical(order: list[int], levels: list[int], num_levels: int, 
     dcg = sum((2.0 ** levels[k] - 1.0) / math.log2(1 + position[k]) for k in order)
     idcg = sum((2.0 ** lv - 1.0) / math.log2(1 + i + 1) for i, lv in enumerate(ideal))
     return {"hap": hap, "asi": asi, "ndcg": dcg / idcg}
+
+
+def _ordered_hap(order: list[int], levels: list[int], num_levels: int, alpha: float) -> float:
+    """H-AP (HAPPIER Eq. 3) of one strict ordering with at least one item of level >= 1."""
+    relevant = [k for k in order if levels[k] >= 1]
+    position = {j: p + 1 for p, j in enumerate(order)}
+    size = {v: sum(1 for k in order if levels[k] == v) for v in range(num_levels + 1)}
+    rel = {k: ((levels[k] / num_levels) ** alpha) / size[levels[k]] if levels[k] >= 1 else 0.0 for k in order}
+    hap = 0.0
+    for k in relevant:
+        h_rank = rel[k] + sum(min(rel[k], rel[j]) for j in relevant if position[j] < position[k])
+        hap += h_rank / position[k]
+    return hap / sum(rel[k] for k in relevant)
 
 
 def tie_orderings(scores: list[float], levels: list[int], ties: str) -> list[list[int]]:
@@ -99,10 +106,55 @@ def oracle_query(
 ) -> dict[str, float | None]:
     """Metrics of one query. ``scores``/``levels`` cover the retrieval set only (removed items already dropped);
     ``same_column[h][j]`` says item ``j`` has the query's label at column ``h``. ``None`` = undefined (no positive).
-    Each policy is the mean of the metrics over its orderings (:func:`tie_orderings`)."""
+    Each policy is the mean of the metrics over its orderings (:func:`tie_orderings`), but H-AP's
+    ``"pessimistic"`` / ``"optimistic"`` value, which is its minimum / maximum over every ordering (the ordering by
+    level is not always its worst or best)."""
     runs = [_ordered_metrics(order, levels, same_column, num_levels, recall_at, ndcg_at, alpha)
             for order in tie_orderings(scores, levels, ties)]
-    return {key: None if runs[0][key] is None else sum(run[key] for run in runs) / len(runs) for key in runs[0]}
+    out = {key: None if runs[0][key] is None else sum(run[key] for run in runs) / len(runs) for key in runs[0]}
+    if ties != "average" and out.get("hap") is not None:
+        out["hap"] = _extreme_hap(scores, levels, num_levels, alpha, best=ties == "optimistic")
+    return out
+
+
+def _extreme_hap(scores: list[float], levels: list[int], num_levels: int, alpha: float, best: bool) -> float:
+    """H-AP's minimum (maximum if ``best``) over every ordering of the tie groups, one group at a time.
+
+    Reordering one tie group moves neither the rank nor the H-rank of an item outside it, so H-AP is a constant plus
+    one term per group, and each group's best ordering can be chosen with the others held fixed. Items of one level
+    are interchangeable, so a group runs over the distinct sequences of its members' levels only (the full
+    enumeration, ``tie_orderings(..., "average")``, is too long for groups of 8 and more)."""
+    order = tie_orderings(scores, levels, "pessimistic")[0]
+    pick = max if best else min
+    for value in sorted(set(scores), reverse=True):
+        slots = [p for p, j in enumerate(order) if scores[j] == value]
+        by_level: dict[int, list[int]] = {}
+        for p in slots:
+            by_level.setdefault(levels[order[p]], []).append(order[p])
+        if len(by_level) == 1:  # one level: every ordering of the group gives the same H-AP
+            continue
+        candidates = []
+        for sequence in _distinct_sequences({v: len(items) for v, items in by_level.items()}, len(slots)):
+            queues = {v: list(items) for v, items in by_level.items()}
+            candidate = list(order)
+            for p, v in zip(slots, sequence, strict=True):
+                candidate[p] = queues[v].pop()
+            candidates.append(candidate)
+        order = pick(candidates, key=lambda c: _ordered_hap(c, levels, num_levels, alpha))
+    return _ordered_hap(order, levels, num_levels, alpha)
+
+
+def _distinct_sequences(counts: dict[int, int], length: int) -> list[tuple[int, ...]]:
+    """Every distinct sequence holding ``counts[v]`` copies of each ``v``."""
+    if length == 0:
+        return [()]
+    out = []
+    for v in counts:
+        if counts[v]:
+            counts[v] -= 1
+            out += [(v, *rest) for rest in _distinct_sequences(counts, length - 1)]
+            counts[v] += 1
+    return out
 
 
 def oracle_retrieval_metrics(
