@@ -86,8 +86,7 @@ class RetrievalDataModule(L.LightningDataModule):
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
             minus one); they persist from epoch to epoch and from one validation to the next.
-        pin_memory: copy batches into page-locked memory, so their copy to the GPU is asynchronous (Lightning
-            copies with ``non_blocking=True``); ``None`` (default): when the trainer's device is a CUDA GPU.
+        pin_memory: page-locked batches (asynchronous copies to the GPU); ``None``: when training on CUDA.
         on_bad_image: ``"stop"`` or ``"skip"`` an image that cannot be decoded (see **Decoding**).
 
     Example:

@@ -88,7 +88,13 @@ def _kept(terms: Tensor, keep: Tensor) -> Tensor:
 
 
 class MeanReducer(Reducer):
-    """``(1/|Q+|) sum_{q in Q+} t_q``: the mean over the queries that count (the default, ``"mean"``)."""
+    """``(1/|Q+|) sum_{q in Q+} t_q``: the mean over the queries that count (the default, ``"mean"``).
+
+    Example:
+        >>> terms, keep = torch.tensor([0.5, 0.0, 1.0, 0.2]), torch.tensor([True, True, True, False])
+        >>> MeanReducer()(terms, keep).item()
+        0.5
+    """
 
     name = "mean"
 
@@ -98,7 +104,13 @@ class MeanReducer(Reducer):
 
 class ClassBalancedReducer(Reducer):
     """``(1/|C|) sum_{c in C} mean_{q in Q+, y_q = c} t_q``: every class present among the queries that count weighs
-    the same (``"class_balanced"``; Revaud et al., ICCV 2019, §4.2). Needs ``classes``."""
+    the same (``"class_balanced"``; Revaud et al., ICCV 2019, §4.2). Needs ``classes``.
+
+    Example:
+        >>> terms, keep = torch.tensor([0.5, 0.0, 1.0, 0.2]), torch.tensor([True, True, True, False])
+        >>> ClassBalancedReducer()(terms, keep, torch.tensor([0, 0, 1, 1])).item()  # (0.5 + 0) / 2 and 1.0
+        0.625
+    """
 
     name = "class_balanced"
 
@@ -120,7 +132,13 @@ class ClassBalancedReducer(Reducer):
 
 class ActiveReducer(Reducer):
     """``mean_{q in Q+, t_q != 0} t_q``: the mean over the queries whose term is non-zero, 0 when none is
-    (``"active"``, pytorch-metric-learning's ``AvgNonZeroReducer`` over queries)."""
+    (``"active"``, pytorch-metric-learning's ``AvgNonZeroReducer`` over queries).
+
+    Example:
+        >>> terms, keep = torch.tensor([0.5, 0.0, 1.0, 0.2]), torch.tensor([True, True, True, False])
+        >>> ActiveReducer()(terms, keep).item()
+        0.75
+    """
 
     name = "active"
 
@@ -130,7 +148,13 @@ class ActiveReducer(Reducer):
 
 
 class NoReducer(Reducer):
-    """The ``[Q]`` terms themselves (``"none"``); a query that does not count gets 0 and no gradient."""
+    """The ``[Q]`` terms themselves (``"none"``); a query that does not count gets 0 and no gradient.
+
+    Example:
+        >>> terms, keep = torch.tensor([0.5, 0.0, 1.0, 0.2]), torch.tensor([True, True, True, False])
+        >>> NoReducer()(terms, keep).tolist()
+        [0.5, 0.0, 1.0, 0.0]
+    """
 
     name = "none"
     per_query = True

@@ -88,8 +88,9 @@ def register_loss(
         ...     queries_only = True
         ...     def embedding_loss(self, inputs):
         ...         return inputs.queries.square().sum(1).mean()
-        >>> "SquaredNormLoss" in list_losses()
-        True
+        >>> import torch
+        >>> create_loss("SquaredNormLoss", normalize=False)(torch.full((2, 3), 2.0), torch.tensor([0, 1])).item()
+        12.0
         >>> _ = _LOSSES.pop("SquaredNormLoss")  # (keep the doctest from adding a loss)
     """
     variants = {"": {}} if examples is None else dict(examples)
@@ -120,7 +121,13 @@ def list_losses(*, takes_reducer: bool | None = None) -> list[str]:
 
 
 def loss_entry(name: str) -> LossEntry:
-    """The :class:`LossEntry` of the loss ``name`` (``UserError`` listing the losses when there is none)."""
+    """The :class:`LossEntry` of the loss ``name`` (``UserError`` listing the losses when there is none).
+
+    Example:
+        >>> entry = loss_entry("SupAPLoss")
+        >>> entry.paper, entry.ap, entry.proxy
+        ('ROADMAP, NeurIPS 2021', True, False)
+    """
     if name not in _LOSSES:
         raise UserError(f"no loss named {name!r}; the losses are {', '.join(list_losses())}.")
     return _LOSSES[name]

@@ -21,7 +21,24 @@ _METRICS: dict[str, type[Metric]] = {}
 
 def register_metric(cls: MetricT) -> MetricT:
     """Class decorator recording a ``torchmetrics.Metric`` class of ranklit (its name in :func:`list_metrics` and in
-    ``ranklit.metrics.__all__``)."""
+    ``ranklit.metrics.__all__``).
+
+    Example:
+        >>> import torch
+        >>> from torchmetrics import Metric
+        >>> @register_metric
+        ... class MeanScore(Metric):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")
+        ...     def update(self, scores):
+        ...         self.total += scores.mean()
+        ...     def compute(self):
+        ...         return self.total
+        >>> [name for name in list_metrics() if name == "MeanScore"], MeanScore()(torch.tensor([1.0, 3.0])).item()
+        (['MeanScore'], 2.0)
+        >>> _ = _METRICS.pop("MeanScore")  # (keep the doctest from adding a metric)
+    """
     _METRICS[cls.__name__] = cls
     return cls
 

@@ -109,13 +109,9 @@ class RetrievalModule(L.LightningModule):
         decomposability_gap: log ``train/batch_map``, ``train/map`` and ``train/decomposability_gap`` every epoch
             (:class:`ranklit.metrics.DecomposabilityGap`: the batch AP of what the loss ranks against the AP over
             the epoch's samples, under ``metric``'s tie policy); stores the epoch's embeddings.
-        compile: ``torch.compile`` the network in place: ``false`` (default), ``true`` (torch.compile's defaults) or
-            a mapping of its options (``{mode: max-autotune, dynamic: false}``); docs page "Training on GPUs".
-        compile_loss: compile the loss as well (same options). Off by default: the losses check their input
-            (finite embeddings, queries with a positive), which breaks the graph, and ``benchmarks/overhead.py``
-            measures the gain, if any, on your sizes.
-        channels_last: run the network on channels-last images and weights (``torch.channels_last``), the layout
-            that tensor cores prefer for convolutions under ``bf16-mixed``/``16-mixed`` on recent GPUs.
+        compile: ``torch.compile`` the network: ``false``, ``true`` or a dict of options.
+        compile_loss: compile the loss too (its input checks break the graph).
+        channels_last: channels-last images and weights (for GPU convolutions).
     """
 
     def __init__(
