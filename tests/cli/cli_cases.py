@@ -3,8 +3,9 @@
 ``python -m tests.cli.cli_cases CASES.json`` imports the CLI once, then forks one child per case: the child runs
 ``ranklit.cli.main(args)`` with its stderr (file descriptor 2) sent to a file, exactly as the console script would,
 with an uncaught exception printed as Python prints it (``Traceback ...``) and exit code 1. It prints a JSON list of
-``{"args", "returncode", "stderr"}``. A child starts from the state after ``import ranklit.cli``: warnings shown at
-import time are the quick-start test's business (``tests/cli/test_cli.py``).
+``{"args", "returncode", "stderr"}``. A child starts from the state after importing the command's modules
+(``ranklit.cli._app``; ``import ranklit.cli`` alone imports none of the training stack): warnings shown at import time
+are the quick-start test's business (``tests/cli/test_cli.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import traceback
 
+import ranklit.cli._app  # noqa: F401  (imported once, before the children fork: see the docstring)
 from ranklit.cli import main
 
 
