@@ -1,4 +1,4 @@
-"""The layout's dependency arrows (DESIGN.md "Layout", docs/api/index.md): checked statically on the import statements
+"""The layout's dependency arrows (README "Layout", docs/api/index.md): checked statically on the import statements
 of the source (``ast``: every import, at module level or inside a function), and, for the promise users rely on, by
 importing in a fresh process."""
 
