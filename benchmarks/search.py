@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 
-from ranklit.deploy._landmarks import DescriptorShards, DescriptorWriter
 from ranklit.deploy._faiss_backend import build_faiss_index, faiss_search, recall_at_k
+from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.landmarks.neighbours import top_k
 
 K = 10

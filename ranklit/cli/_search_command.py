@@ -20,8 +20,8 @@ from ranklit.cli._export_command import CommandParser
 from ranklit.deploy import Hit, Retriever
 from ranklit.deploy._faiss_backend import BACKENDS
 from ranklit.deploy._index import images_dataset
-from ranklit.deploy._landmarks import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, PostProcessStep
 from ranklit.errors import UserError
+from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, PostProcessStep
 
 __all__ = ["main"]
 

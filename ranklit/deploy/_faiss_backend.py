@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ranklit.deploy._landmarks import Descriptors
 from ranklit.errors import UserError
+from ranklit.landmarks.descriptors import Descriptors
 
 __all__ = ["BACKENDS", "factory_string", "build_faiss_index", "faiss_search", "recall_at_k"]
 
@@ -75,7 +75,7 @@ def build_faiss_index(descriptors: Descriptors, factory: str, *, train_rows: int
     """A faiss index of ``factory`` over ``descriptors`` (trained if needed, then filled chunk by chunk).
 
     Example:
-        >>> from ranklit.deploy._landmarks import TensorDescriptors
+        >>> from ranklit.landmarks.descriptors import TensorDescriptors
         >>> gallery = torch.nn.functional.normalize(torch.randn(100, 8), dim=1)
         >>> index = build_faiss_index(TensorDescriptors(gallery), "Flat")
         >>> faiss_search(index, gallery[:2], 1)[1].tolist()

@@ -29,9 +29,9 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from ranklit.deploy._landmarks import DescriptorShards
 from ranklit.deploy._model import CARD_FORMAT, LoadedModel
 from ranklit.errors import UserError
+from ranklit.landmarks.descriptors import DescriptorShards
 
 __all__ = ["IndexFiles", "build_index", "images_dataset", "read_index_card"]
 

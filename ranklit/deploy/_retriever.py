@@ -23,10 +23,11 @@ from torch import Tensor
 from ranklit.data.decoding import load_image
 from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
-from ranklit.deploy._landmarks import Descriptors, DescriptorShards, PostProcessStep
 from ranklit.deploy._model import LoadedModel, _build_net, weights_sha256
 from ranklit.errors import UserError
+from ranklit.landmarks.descriptors import Descriptors, DescriptorShards
 from ranklit.landmarks.neighbours import top_k
+from ranklit.landmarks.postprocess import PostProcessStep
 
 __all__ = ["Hit", "Retriever"]
 

@@ -16,15 +16,10 @@ from PIL import Image
 
 from ranklit.data.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
-from ranklit.deploy._landmarks import (  # the landmark pipeline's pieces, imported in one place
-    AlphaQueryExpansion,
-    DatabaseAugmentation,
-    DescriptorShards,
-    LearntWhitening,
-    apply_postprocess,
-    learn_whitening,
-)
 from ranklit.errors import UserError
+from ranklit.landmarks import learn_whitening
+from ranklit.landmarks.descriptors import DescriptorShards
+from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, apply_postprocess
 
 from .conftest import Images, Run
 
