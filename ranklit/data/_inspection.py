@@ -54,11 +54,11 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
     paths: Sequence[Path] = getattr(dataset, "paths", [])
     for path in _bar(paths, f"data check: {name}", progress):
         try:
+            load_image(path)  # first: a UserError for every cause (ranklit.data._unreadable), a bomb included
             content = Path(path).read_bytes()
             with Image.open(path) as image:
                 report.sizes.append(image.size)
                 report.modes[image.mode] += 1
-            load_image(path)
         except (OSError, ValueError) as error:
             report.unreadable.append(f"{path} ({str(error).splitlines()[0][:120]})")
             continue
