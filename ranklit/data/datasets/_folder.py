@@ -13,7 +13,11 @@ from ranklit._checks import check_positive_int
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
 from ranklit.data.datasets.validation import Problems, check_samples, examples
 
-__all__ = ["ClassFolderDataset"]
+__all__ = ["BrokenLinksWarning", "ClassFolderDataset"]
+
+
+class BrokenLinksWarning(UserWarning):
+    """Symbolic links that lead to no file (dangling or looping) were skipped: ``ranklit data check`` fails on it."""
 
 
 class ClassFolderDataset(ImageRetrievalDataset):
@@ -102,6 +106,7 @@ class ClassFolderDataset(ImageRetrievalDataset):
             warnings.warn(
                 f"{type(self).__name__}: skipped {len(broken)} symbolic link(s) under {base} that lead to no file "
                 f"(dangling or looping): {examples(broken)}.",
+                BrokenLinksWarning,
                 stacklevel=3,
             )
         for file in (f for f in entries if f.is_file()):
