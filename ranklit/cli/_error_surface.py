@@ -12,7 +12,7 @@ What counts as the user's mistake, found as early as possible:
   message, without jsonargparse's "Does not validate against any of the Union subtypes" dump);
 - **at any time**: a :class:`ranklit.errors.UserError` (e.g. a dataset's index problems, an unreadable image, in the
   main process or a loader worker), a ``FileNotFoundError``, a permission denied, a refused checkpoint
-  (:mod:`ranklit.cli._causes`); Ctrl-C is one line and exit code 130.
+  (:mod:`ranklit.cli._causes`); Ctrl-C is one line and exit code 130 (:func:`ranklit.cli.main`).
 
 :func:`user_errors` prints ``error: <message>`` and exits with code 2; anything else keeps its traceback. Set
 ``RANKLIT_TRACEBACK=1`` to see the traceback of a user error too.
@@ -116,14 +116,9 @@ def missing_config(command: str, ckpt: str | None) -> UserError:
 def user_errors() -> Iterator[None]:
     """Print an error whose fix is the user's (a :class:`UserError`, a missing file, a permission, a refused
     checkpoint: :func:`ranklit.cli._causes.user_message`; from a loader worker too) as ``error: ...`` and exit with
-    code 2; Ctrl-C as one line and exit code 130; re-raise anything else."""
+    code 2; re-raise anything else (Ctrl-C: :func:`ranklit.cli.main`)."""
     try:
         yield
-    except KeyboardInterrupt:
-        if os.environ.get("RANKLIT_TRACEBACK"):
-            raise
-        sys.stderr.write("interrupted (Ctrl-C)\n")
-        raise SystemExit(130) from None
     except Exception as error:
         message = user_message(error)
         if message is None or os.environ.get("RANKLIT_TRACEBACK"):
