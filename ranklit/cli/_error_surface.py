@@ -50,10 +50,14 @@ class ShortUsageParser(LightningArgumentParser):
 
 
 def as_user_error(error: BaseException) -> UserError:
-    """A configured class's validation error (or Lightning's ``MisconfigurationException``) as a :class:`UserError`
-    with the innermost such message, the one that names the value and the fix."""
-    innermost = [e for e in chain(error) if isinstance(e, (*BUILD_ERRORS, FileNotFoundError))][-1]
-    return innermost if isinstance(innermost, UserError) else UserError(str(innermost))
+    """A configured class's validation error (or Lightning's ``MisconfigurationException``) as a :class:`UserError`:
+    the innermost :class:`UserError` of the chain (ranklit's message, not the error it explains), else the innermost
+    such message, the one that names the value and the fix (jsonargparse wraps it in its own)."""
+    links = list(chain(error))
+    if mine := [e for e in links if isinstance(e, UserError)]:  # ranklit's own message, not the error it explains
+        return mine[-1]
+    innermost = [e for e in links if isinstance(e, (*BUILD_ERRORS, FileNotFoundError))][-1]
+    return UserError(str(innermost))
 
 
 def _yaml_problem(path: Path) -> str | None:

@@ -62,10 +62,9 @@ def create_pretrained(name: str, **kwargs: Any) -> nn.Module:
     try:
         with _hub_offline() if offline else nullcontext():
             return timm.create_model(name, pretrained=True, **kwargs)
-    except OSError:
+    except OSError as error:
         if not offline:
             raise
-    # raised outside the `except`: the CLI prints the innermost error of a chain, and this line says it all
-    why = "HF_HUB_OFFLINE is set" if forced else f"no connection to {HUB[0]}"
-    cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
-    raise UserError(f"backbone {name!r}: {NO_WEIGHTS} ({cache}); {why}.")
+        why = "HF_HUB_OFFLINE is set" if forced else f"no connection to {HUB[0]}"
+        cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
+        raise UserError(f"backbone {name!r}: {NO_WEIGHTS} ({cache}); {why}.") from error
