@@ -137,12 +137,13 @@ def test_data_check_reads_every_split_of_every_config_and_names_every_bad_file(d
     assert folder["returncode"] == 2 and "Traceback" not in folder["stderr"], folder
     assert "batch plan: PKSampler, P x K = 2 x 2 = 4 images per batch" in out, out
     assert "PROBLEM: 2 unreadable files: " in out and "c0/cut.jpg (Truncated File Read" in out, out
-    assert "c1/bomb.png (900000000 pixels, more than the 178956970 Pillow decodes (a possible decompression bomb)" in out
+    assert "c1/bomb.png (900000000 pixels, more than the 178956970 Pillow decodes (a possible decompression" in out
     assert "PROBLEM: ClassFolderDataset: skipped 2 symbolic link(s)" in out and "c2/dangling.jpg, c2/loop.jpg" in out
     assert "note: ClassFolderDataset: skipped 3 file(s)" in out and "excel.csv" in out  # not images: a note only
 
     assert truncated["returncode"] == 2, truncated  # the Revisited test set: queries (cropped) and gallery decoded
-    assert "test roxford5k query: 2 images" in truncated["stdout"] and "test roxford5k gallery: 6 images" in truncated["stdout"]
+    assert "test roxford5k query: 2 images" in truncated["stdout"], truncated
+    assert "test roxford5k gallery: 6 images" in truncated["stdout"]
     assert "PROBLEM: 1 unreadable files: " in truncated["stdout"] and "roxford5k_img_5.jpg (" in truncated["stdout"]
     assert box["returncode"] == 2 and "the box `bbx` [0.0, 0.0, 40.0, 5.0] of query 1" in box["stdout"], box
     assert "lies outside its image of 16 x 12 pixels" in box["stdout"]
@@ -166,7 +167,7 @@ def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
     worker, evil, abstract, pretrained = _run([
         ["fit", "--config", "folder.yaml", f"--data.root={data / 'bad'}", *SMALL, "--data.num_workers=1"],
         ["test", "--config", "quickstart.yaml", "--ckpt_path", str(data / "evil.ckpt"), "--trainer.accelerator=cpu"],
-        ["fit", "--config", "quickstart.yaml", "--model.loss=ranklit.losses.base.RetrievalLoss", "--trainer.max_steps=1"],
+        ["fit", "--config", "quickstart.yaml", "--model.loss=ranklit.losses.base.RetrievalLoss"],
         ["fit", "--config", "folder.yaml", f"--data.root={data / 'images'}", "--trainer.accelerator=cpu",
          "--model.net.init_args.backbone=resnet10t"],
     ], data, HF_HUB_OFFLINE="1", HF_HOME=str(data / "hf"))  # fmt: skip
