@@ -11,11 +11,9 @@ import os
 import pickle
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -23,21 +21,12 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.data.layouts import revisited
+from tests.data.layouts import bomb, revisited
 
 SMALL = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
          "--data.image_size=16", "--data.resize_size=16", "--data.crop_size=16", "--trainer.accelerator=cpu",
          "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--baseline_validation=false",
          "--data.batch_sampler.init_args.p=2", "--data.batch_sampler.init_args.k=2"]  # fmt: skip
-
-
-def _bomb(path: Path, width: int = 30000, height: int = 30000) -> None:
-    """A PNG whose header says ``width x height`` pixels (900 megapixels): Pillow's decompression-bomb limit."""
-    Image.new("L", (4, 4)).save(path)
-    data = bytearray(path.read_bytes())
-    struct.pack_into(">II", data, 16, width, height)
-    struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
-    path.write_bytes(bytes(data))
 
 
 def _folders(root: Path) -> None:
@@ -56,7 +45,7 @@ def _folders(root: Path) -> None:
     (root / "images" / "escape.csv").write_text(text + "../bad/c0/0.jpg,c0,train\n")
     shutil.copytree(root / "images", root / "bad")
     (root / "bad" / "c0" / "cut.jpg").write_bytes((root / "bad" / "c0" / "0.jpg").read_bytes()[:100])
-    _bomb(root / "bad" / "c1" / "bomb.png")
+    bomb(root / "bad" / "c1" / "bomb.png")
     os.symlink("/nonexistent/x.jpg", root / "bad" / "c2" / "dangling.jpg")
     os.symlink("loop.jpg", root / "bad" / "c2" / "loop.jpg")
     (root / "p2k2.yaml").write_text("data:\n  batch_sampler:\n    class_path: ranklit.data.PKSampler\n"
@@ -158,7 +147,6 @@ def test_data_check_reads_every_split_of_every_config_and_names_every_bad_file(d
     assert "`ranklit data check` needs a config" in _one_error_line(no_config)
 
 
-@pytest.mark.slow
 def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
     """A truncated image met in a loader worker during ``fit``, a hostile checkpoint, an abstract loss, and
     ``pretrained: true`` without a network: one line each, exit 2 (the last within seconds, not a minute)."""

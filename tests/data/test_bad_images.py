@@ -11,7 +11,7 @@ from PIL import Image
 from ranklit.data import ClassFolderDataset
 from ranklit.data.decoding import load_image
 from ranklit.errors import UserError
-from tests.cli.test_bad_input import _bomb
+from tests.data.layouts import bomb
 
 
 def _classes(root: Path) -> Path:
@@ -23,7 +23,7 @@ def _classes(root: Path) -> Path:
 
 
 def test_a_decompression_bomb_is_a_user_error_naming_the_file_and_its_pixels(tmp_path: Path) -> None:
-    _bomb(tmp_path / "big.png")
+    bomb(tmp_path / "big.png")
     with pytest.raises(UserError, match=r"big\.png: 900000000 pixels, more than the \d+ Pillow decodes \(a possible "
                                         r"decompression bomb\); downscale the file, or set `data.on_bad_image: skip`"):
         load_image(tmp_path / "big.png")
@@ -44,7 +44,7 @@ def test_permission_denied_says_so_not_re_extract(tmp_path: Path, monkeypatch: p
 
 def test_on_bad_image_skip_also_skips_the_oversized_image(tmp_path: Path) -> None:
     root = _classes(tmp_path)
-    _bomb(root / "c0" / "0.png")  # replaces the first image of class c0
+    bomb(root / "c0" / "0.png")  # replaces the first image of class c0
     strict = ClassFolderDataset(root)
     with pytest.raises(UserError, match="decompression bomb"):
         strict[0]
