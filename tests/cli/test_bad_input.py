@@ -147,6 +147,7 @@ def test_data_check_reads_every_split_of_every_config_and_names_every_bad_file(d
     assert "`ranklit data check` needs a config" in _one_error_line(no_config)
 
 
+@pytest.mark.slow
 def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
     """A truncated image met in a loader worker during ``fit``, a hostile checkpoint, an abstract loss, and
     ``pretrained: true`` without a network: one line each, exit 2 (the last within seconds, not a minute)."""
