@@ -201,7 +201,10 @@ class ImageRetrievalDataset(RetrievalDataset):
                 return self.read_image(mate)
             except ValueError as error:
                 warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
-        raise ValueError(f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded.")
+        raise UserError(
+            f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded (`on_bad_image: "
+            "skip` found no replacement); fix or remove the class's files (`ranklit data check` lists them)."
+        )
 
     def __len__(self) -> int:
         return len(self.paths)
