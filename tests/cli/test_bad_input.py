@@ -149,12 +149,16 @@ def test_data_check_reads_every_split_of_every_config_and_names_every_bad_file(d
 
 @pytest.mark.slow
 def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
-    """A truncated image met in a loader worker during ``fit``, a hostile checkpoint, an abstract loss, and
-    ``pretrained: true`` without a network: one line each, exit 2 (the last within seconds, not a minute)."""
+    """A truncated image met in a loader worker during ``fit`` and ``test`` (a Revisited gallery), a hostile
+    checkpoint, an abstract loss, and ``pretrained: true`` without a network: one line each, exit 2 (the last within
+    seconds, not a minute)."""
     (data / "hf").mkdir()
     started = time.monotonic()
-    worker, evil, abstract, pretrained = _run([
+    worker, gallery, evil, abstract, pretrained = _run([
         ["fit", "--config", "folder.yaml", f"--data.root={data / 'bad'}", *SMALL, "--data.num_workers=1"],
+        ["test", "--config", "revisited_eval.yaml", f"--data.root={data / 'revisited' / 'truncated'}",
+         "--data.test_dataset.init_args.names=[roxford5k]", "--model.landmarks.init_args.postprocess=[]",
+         "--model.net.init_args.backbone=test_resnet", "--trainer.accelerator=cpu", "--data.num_workers=1"],
         ["test", "--config", "quickstart.yaml", "--ckpt_path", str(data / "evil.ckpt"), "--trainer.accelerator=cpu"],
         ["fit", "--config", "quickstart.yaml", "--model.loss=ranklit.losses.base.RetrievalLoss"],
         ["fit", "--config", "folder.yaml", f"--data.root={data / 'images'}", "--trainer.accelerator=cpu",
@@ -163,6 +167,7 @@ def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
     assert time.monotonic() - started < 120
     assert "error: Could not decode image " in _one_error_line(worker) and "Re-extract or remove" in worker["stderr"]
     assert "DataLoader worker" not in worker["stderr"]
+    assert "error: Could not decode image " in _one_error_line(gallery) and "roxford5k_img_5.jpg" in gallery["stderr"]
     assert "refused to load a checkpoint that names code to run" in _one_error_line(evil)
     assert "posix.system" in evil["stderr"] and not (data / "pwned.txt").exists()
     assert "RetrievalLoss does not implement `retrieval_loss`: it is a base class" in _one_error_line(abstract)
