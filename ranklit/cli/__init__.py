@@ -15,6 +15,7 @@ training stack itself, so that check can run.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -52,9 +53,15 @@ def main(args: list[str] | None = None) -> None:
             "install it with: pip install \"ranklit[train]\"\n"
         )
         raise SystemExit(2)
-    from ranklit.cli._app import main as run
+    try:  # Ctrl-C at any point, the imports of the training stack included: one line and 130, no traceback
+        from ranklit.cli._app import main as run
 
-    run(args)
+        run(args)
+    except KeyboardInterrupt:
+        if os.environ.get("RANKLIT_TRACEBACK"):
+            raise
+        sys.stderr.write("interrupted (Ctrl-C)\n")
+        raise SystemExit(130) from None
 
 
 def __getattr__(name: str) -> Any:

@@ -226,7 +226,7 @@ def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> 
 
 
 @contextmanager
-def _command_line(args: list[str]) -> Iterator[None]:
+def command_line(args: list[str]) -> Iterator[None]:
     """Run with ``sys.argv`` set to ``args``: LightningCLI then parses them as its own command line."""
     saved = sys.argv
     sys.argv = [saved[0] if saved else "ranklit", *args]
@@ -262,7 +262,7 @@ def main(args: list[str] | None = None) -> None:
         sys.stderr.write(f"error: keys of an older ranklit config: {moves}. See the configs of `ranklit configs`.\n")
         raise SystemExit(2)
     warning_filters.install(args)
-    with _command_line(args), user_errors(), refusals_and_stops():
+    with command_line(args), user_errors(), refusals_and_stops():
         check_command_line(args)
         RanklitCLI(
             RetrievalModule,

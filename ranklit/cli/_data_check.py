@@ -1,12 +1,16 @@
-"""``ranklit data check --config CONFIG [--data.root DIR]``: read every image of a config's datasets before training.
+"""``ranklit data check --config CONFIG [--config MORE] [--KEY VALUE ...]``: read every image before training.
 
-The command builds only the ``data`` section of the config (no model, no trainer, nothing downloaded): the datasets
-run their index checks (:mod:`ranklit.data.datasets.validation`: missing, empty or twice-listed files, bad CSV rows,
-misplaced images; any of them is reported and the command exits with 2). Then every image is decoded, with a
-progress bar, and the summary lists, per split, the images and classes, images per class (min / median / max), image
-sizes and modes, the unreadable files, then the files of identical content in the training split and an evaluation
-split (a leak) and the batch plan (sampler, P × K, batches per epoch, its warnings). Exit code 0 when nothing is
-wrong, 2 when an unreadable file, a leak or a sampler error is found.
+The configs and options are parsed by the ``ranklit fit`` parser itself (several ``--config`` merged in order,
+``--data.root`` and any other override, the shipped-config lookup; an invalid config is refused as ``fit`` refuses
+it), then only the ``data`` section is built (no model, no trainer, nothing downloaded): the datasets run their index
+checks (:mod:`ranklit.data.datasets.validation`: missing, empty or twice-listed files, bad CSV rows, paths outside
+``--data.root``, misplaced images; any of them is one ``error:`` line and exit code 2). Then every image of every
+split is decoded as training or testing would (the query crop and the gallery of a Revisited test set included), with
+a progress bar, and the summary lists, per split, the images and classes, images per class (min / median / max),
+image sizes and modes, the unreadable files with their cause, the files the datasets skipped (named and counted),
+then the files of identical content in the training split and an evaluation split (a leak) and the batch plan
+(sampler, P × K, batches per epoch, its warnings). Exit code 0 when nothing is wrong, 2 when an unreadable file, a
+link to no file, a leak or a sampler error is found, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -14,14 +18,15 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
-import yaml
+from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit.cli._error_surface import BUILD_ERRORS, as_user_error
 from ranklit.data._datamodule import RetrievalDataModule
-from ranklit.data._inspection import inspect_split, leaks, report_lines
+from ranklit.data._inspection import inspect_split, leaks, report_lines, splits_with_images
+from ranklit.data.datasets._folder import BrokenLinksWarning
 from ranklit.errors import UserError
 
 __all__ = ["main"]
@@ -29,19 +34,42 @@ __all__ = ["main"]
 DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 
 
-def _datamodule(config: Path, root: str | None) -> RetrievalDataModule:
-    section: dict[str, Any] = dict(yaml.safe_load(config.read_text()).get("data") or {})
-    if root is not None:
-        section["root"] = root
+class _Built(Exception):
+    """Not an error: how the data-only CLI hands its datamodule back."""
+
+    def __init__(self, datamodule: RetrievalDataModule) -> None:
+        super().__init__("built")
+        self.datamodule = datamodule
+
+
+def _data_only(config: Any) -> RetrievalDataModule:
+    """Instantiate the ``data`` section of a parsed ``fit`` config (``data.root`` already linked into the datasets)."""
     parser = LightningArgumentParser(exit_on_error=False)
     parser.add_lightning_class_args(RetrievalDataModule, "data")
-    for name in DATASETS:
-        parser.link_arguments("data.root", f"data.{name}.init_args.root", apply_on="parse")
     try:
-        parsed = parser.parse_object({"data": section})
-    except Exception as error:  # jsonargparse's ArgumentError: an invalid data section
-        raise UserError(f"{config}: the `data` section does not parse: {str(error).splitlines()[0]}") from error
-    return parser.instantiate_classes(parsed).data
+        return parser.instantiate_classes(Namespace(data=config.data)).data
+    except BUILD_ERRORS as error:
+        raise as_user_error(error) from error
+
+
+def _datamodule(args: list[str]) -> RetrievalDataModule:
+    """``ranklit fit <args>`` parsed exactly as ``fit`` parses it; only the datamodule built."""
+    from ranklit.cli._app import RanklitCLI, command_line  # the command's own CLI (here: _app imports this module)
+    from ranklit.models._module import RetrievalModule
+
+    class DataCheckCLI(RanklitCLI):
+        def before_checkpoint_settings(self) -> Any:
+            return None  # a data check resumes nothing
+
+        def instantiate_classes(self) -> None:
+            raise _Built(_data_only(self.config[self.subcommand]))
+
+    try:
+        with command_line(["fit", *args]):
+            DataCheckCLI(RetrievalModule, RetrievalDataModule)
+    except _Built as built:
+        return built.datamodule
+    raise AssertionError("unreachable: DataCheckCLI always raises _Built or exits")  # pragma: no cover
 
 
 def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
@@ -65,17 +93,27 @@ def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
 
 def main(args: list[str]) -> None:
     """``ranklit data check ...`` (``args`` after ``data``); exits with 0 or 2."""
-    parser = argparse.ArgumentParser(prog="ranklit data", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ranklit data",
+        description=__doc__.splitlines()[0],
+        epilog="Every option of `ranklit fit` is accepted (--config several times, --data.root DIR, --data.*).",
+    )
     parser.add_argument("command", choices=["check"])
-    parser.add_argument("--config", required=True, type=Path, help="the config whose `data` section is checked")
-    parser.add_argument("--data.root", dest="root", default=None, help="the data folder (as for `ranklit fit`)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    options = parser.parse_args(args)
-    datamodule = _datamodule(options.config, options.root)
-    datasets = {name: getattr(datamodule, name) for name in DATASETS if getattr(datamodule, name) is not None}
-    reports = [inspect_split(name, data, not options.no_progress) for name, data in datasets.items()]
+    options, rest = parser.parse_known_args(args)
+    if not any(a in ("--config", "-c") or a.startswith("--config=") for a in rest):
+        raise UserError("`ranklit data check` needs a config (`--config FILE`; several merge as for `ranklit fit`).")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        datamodule = _datamodule(rest)
+    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)))
+    broken = [str(w.message) for w in caught if issubclass(w.category, BrokenLinksWarning)]
+    splits = [part for name in DATASETS for part in splits_with_images(name, getattr(datamodule, name))]
+    reports = [inspect_split(name, data, not options.no_progress) for name, data in splits]
     leaked = leaks(reports)
     plan, sampler_problem = _plan(datamodule)
-    sys.stdout.write("\n".join(report_lines(reports, leaked, plan)) + "\n")
-    problems = sampler_problem or bool(leaked) or any(r.unreadable for r in reports)
+    lines = report_lines(reports, leaked, plan)
+    lines += [f"{'PROBLEM' if note in broken else 'note'}: {note}" for note in notes]
+    sys.stdout.write("\n".join(lines) + "\n")
+    problems = sampler_problem or bool(leaked) or bool(broken) or any(r.unreadable for r in reports)
     raise SystemExit(2 if problems else 0)

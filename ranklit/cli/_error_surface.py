@@ -10,7 +10,9 @@ What counts as the user's mistake, found as early as possible:
 - **while building the run** (datasets, sampler, model, trainer): a ``ValueError``/``TypeError`` raised by a
   configured class's validation or Lightning's ``MisconfigurationException`` (:func:`as_user_error`: the innermost
   message, without jsonargparse's "Does not validate against any of the Union subtypes" dump);
-- **at any time**: a :class:`ranklit.errors.UserError` (e.g. a dataset's index problems) or a ``FileNotFoundError``.
+- **at any time**: a :class:`ranklit.errors.UserError` (e.g. a dataset's index problems, an unreadable image, in the
+  main process or a loader worker), a ``FileNotFoundError``, a permission denied, a refused checkpoint
+  (:mod:`ranklit.cli._causes`); Ctrl-C is one line and exit code 130 (:func:`ranklit.cli.main`).
 
 :func:`user_errors` prints ``error: <message>`` and exits with code 2; anything else keeps its traceback. Set
 ``RANKLIT_TRACEBACK=1`` to see the traceback of a user error too.
@@ -29,6 +31,7 @@ import yaml
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit.cli._causes import chain, user_message
 from ranklit.errors import UserError
 
 __all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "missing_config", "user_errors"]
@@ -46,20 +49,15 @@ class ShortUsageParser(LightningArgumentParser):
         (file or sys.stderr).write(f"usage: {prog} --config CONFIG [--KEY VALUE ...] (all options: {prog} --help)\n")
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def as_user_error(error: BaseException) -> UserError:
-    """A configured class's validation error (or Lightning's ``MisconfigurationException``) as a :class:`UserError`
-    with the innermost such message, the one that names the value and the fix."""
-    innermost = [e for e in _chain(error) if isinstance(e, (*BUILD_ERRORS, FileNotFoundError))][-1]
-    return innermost if isinstance(innermost, UserError) else UserError(str(innermost))
+    """A configured class's validation error (or Lightning's ``MisconfigurationException``) as a :class:`UserError`:
+    the innermost :class:`UserError` of the chain (ranklit's message, not the error it explains), else the innermost
+    such message, the one that names the value and the fix (jsonargparse wraps it in its own)."""
+    links = list(chain(error))
+    if mine := [e for e in links if isinstance(e, UserError)]:  # ranklit's own message, not the error it explains
+        return mine[-1]
+    innermost = [e for e in links if isinstance(e, (*BUILD_ERRORS, FileNotFoundError))][-1]
+    return UserError(str(innermost))
 
 
 def _yaml_problem(path: Path) -> str | None:
@@ -120,13 +118,14 @@ def missing_config(command: str, ckpt: str | None) -> UserError:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Print a :class:`UserError` or ``FileNotFoundError`` (anywhere in the exception's chain) as ``error: ...`` and
-    exit with code 2; re-raise anything else."""
+    """Print an error whose fix is the user's (a :class:`UserError`, a missing file, a permission, a refused
+    checkpoint: :func:`ranklit.cli._causes.user_message`; from a loader worker too) as ``error: ...`` and exit with
+    code 2; re-raise anything else (Ctrl-C: :func:`ranklit.cli.main`)."""
     try:
         yield
     except Exception as error:
-        found = next((e for e in _chain(error) if isinstance(e, (UserError, FileNotFoundError))), None)
-        if found is None or os.environ.get("RANKLIT_TRACEBACK"):
+        message = user_message(error)
+        if message is None or os.environ.get("RANKLIT_TRACEBACK"):
             raise
-        sys.stderr.write(f"error: {found}\n")
+        sys.stderr.write(f"error: {message}\n")
         raise SystemExit(2) from None

@@ -22,7 +22,7 @@ from torch import Tensor
 from ranklit.data.datasets.validation import examples
 from ranklit.data.decoding import load_image
 
-__all__ = ["SplitReport", "inspect_split", "leaks", "report_lines"]
+__all__ = ["SplitReport", "inspect_split", "leaks", "report_lines", "splits_with_images"]
 
 
 @dataclass
@@ -45,28 +45,44 @@ def _per_class(labels: Tensor) -> tuple[int, float, int]:
     return (min(counts), statistics.median(counts), max(counts)) if counts else (0, 0.0, 0)
 
 
+def splits_with_images(name: str, dataset: object) -> list[tuple[str, object]]:
+    """The parts of ``dataset`` that hold image files, named: a set made of several datasets (a
+    :class:`~ranklit.landmarks.RevisitedTestSet`: each benchmark's queries and gallery) through its
+    ``named_parts()``, any other dataset as itself, ``None`` as nothing."""
+    if dataset is None:
+        return []
+    if hasattr(dataset, "named_parts"):
+        return [(f"{name.removesuffix('_dataset')} {part}", data) for part, data in dataset.named_parts()]
+    return [(name, dataset)]
+
+
 def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitReport:
-    """Decode every image of ``dataset`` (an :class:`~ranklit.data.ImageRetrievalDataset`; a dataset without files,
-    like :class:`~ranklit.data.SyntheticHierarchy`, gets only its counts)."""
+    """Decode every image of ``dataset`` as training reads it (the ``read_image`` of an
+    :class:`~ranklit.data.ImageRetrievalDataset`; a dataset without files, like
+    :class:`~ranklit.data.SyntheticHierarchy`, gets only its counts). Whatever a file raises makes it *unreadable*,
+    with its cause: the check never stops."""
     labels: Tensor = dataset.labels  # type: ignore[attr-defined]
     fine = labels if labels.dim() == 1 else labels[:, 0]
     report = SplitReport(name, len(labels), int(fine.unique().numel()), _per_class(labels))
     paths: Sequence[Path] = getattr(dataset, "paths", [])
-    for path in _bar(paths, f"data check: {name}", progress):
+    read = getattr(dataset, "read_image", lambda index: load_image(paths[index]))
+    for index in _bar(range(len(paths)), f"data check: {name}", progress):
+        path = paths[index]
         try:
+            read(index)  # first: a UserError for every cause (ranklit.data._unreadable), a bomb included
             content = Path(path).read_bytes()
             with Image.open(path) as image:
                 report.sizes.append(image.size)
                 report.modes[image.mode] += 1
-            load_image(path)
-        except (OSError, ValueError) as error:
-            report.unreadable.append(f"{path} ({str(error).splitlines()[0][:120]})")
+        except Exception as error:  # a check reports every file, whatever it raises
+            cause = str(error).splitlines()[0] if str(error) else type(error).__name__
+            report.unreadable.append(f"{path} ({cause.replace(f'Could not decode image {path}: ', '')})")
             continue
         report.hashes.setdefault(hashlib.sha1(content).hexdigest(), []).append(Path(path))
     return report
 
 
-def _bar(items: Sequence[Path], description: str, progress: bool) -> Iterable[Path]:
+def _bar(items: Sequence[int], description: str, progress: bool) -> Iterable[int]:
     if not progress or not items:
         return items
     from tqdm import tqdm

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from ranklit.data._unreadable import unreadable_image
+
 __all__ = ["BACKGROUND", "IMAGE_EXTENSIONS", "load_image", "relevant_side"]
 
 IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -62,7 +64,8 @@ def load_image(path: str | Path, *, min_side: int | None = None, area_fraction: 
 
     Raises:
         FileNotFoundError: the file does not exist (the message names it).
-        ValueError: the file exists but cannot be decoded (the message names it and the decoder's error).
+        ValueError: the file exists but cannot be decoded: a :class:`~ranklit.errors.UserError` naming it, the cause
+            (truncated, permission denied, too many pixels) and the fix (:mod:`ranklit.data._unreadable`).
 
     Example:
         >>> load_image("/nonexistent/x.jpg")
@@ -82,8 +85,8 @@ def load_image(path: str | Path, *, min_side: int | None = None, area_fraction: 
             return _to_rgb(image)
     except FileNotFoundError:
         raise FileNotFoundError(f"Image file not found: {path}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as error:
-        raise ValueError(f"Could not decode image {path}: {error}. Re-extract or remove this file.") from error
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as error:
+        raise unreadable_image(path, error) from error  # a UserError (a ValueError) with the fix for its cause
 
 
 def _draft(image: Image.Image, min_side: int, area_fraction: float) -> None:

@@ -11,7 +11,10 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from ranklit.data.datasets._inside_root import OUTSIDE_FIX, outside_root
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
+from ranklit.data.datasets.validation import Problems
+from ranklit.errors import UserError
 from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks.ground_truth import load_ground_truth
 
@@ -75,18 +78,39 @@ class RevisitedLandmarks(ImageRetrievalDataset):
             ) from error
         if len(self.gnd) != len(qimlist):
             raise ValueError(self._layout_message(f"{path}: {len(qimlist)} queries but {len(self.gnd)} gnd entries"))
-        self.num_gallery = len(imlist)
+        self.ground_truth_file, self.num_gallery = path, len(imlist)
         names = qimlist if split == "query" else imlist
+        self._check_ground_truth(names)
         self.set_samples([self.root / "jpg" / f"{n}.jpg" for n in names], [(i,) for i in range(len(names))])
         self.labels = torch.arange(len(names)) if split == "query" else torch.full((len(names),), -1)
         self.class_names = [list(names)] if split == "query" else [[]]
         self.num_classes = len(self.class_names[0])
+
+    def _check_ground_truth(self, names: list[str]) -> None:
+        """Refuse image names that lead outside ``root`` (:mod:`ranklit.data.datasets._inside_root`), indices outside
+        ``imlist`` and query boxes that are not ``[x1, y1, x2, y2]`` with ``0 <= x1 < x2``, ``0 <= y1 < y2``."""
+        problems = Problems(type(self).__name__, self.ground_truth_file)
+        escaped = outside_root(self.root, [f"jpg/{name}.jpg" for name in names])
+        problems.add(f"image names that lead outside {self.root}", [names[i] for i in escaped], OUTSIDE_FIX)
+        outside = [f"query {q} {key} {i}" for q, e in enumerate(self.gnd) for key in e for i in e[key]
+                   if not 0 <= i < self.num_gallery]  # fmt: skip
+        problems.add(f"indices outside imlist (0..{self.num_gallery - 1})", outside, "Fix or re-download the file")
+        boxes = [f"query {q} {list(b)}" for q, b in enumerate(self.boxes)
+                 if len(b) != 4 or not 0 <= b[0] < b[2] or not 0 <= b[1] < b[3]]  # fmt: skip
+        problems.add("query boxes `bbx` not [x1, y1, x2, y2] with 0 <= x1 < x2, 0 <= y1 < y2", boxes)
+        problems.raise_if_any()
 
     def read_image(self, index: int) -> Image.Image:
         image = load_image(self.paths[index])
         if self.split != "query":
             return image
         left, upper, right, lower = self.boxes[index]
+        if right > image.width + 1 or lower > image.height + 1:
+            raise UserError(
+                f"{self.ground_truth_file}: the box `bbx` {list(self.boxes[index])} of query {index} "
+                f"({self.paths[index].name}) lies outside its image of {image.width} x {image.height} pixels; fix the "
+                "ground truth or re-download it (revisitop's boxes lie inside their images)."
+            )
         return image.crop((left, upper, right, lower))
 
     def ground_truth(self, protocol: str = "medium") -> tuple[Tensor, Tensor]:

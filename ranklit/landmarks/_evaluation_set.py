@@ -94,6 +94,12 @@ class RevisitedTestSet(RetrievalDataset):
         self._starts.append(start)
         return range(start, start + len(dataset))  # type: ignore[arg-type]
 
+    def named_parts(self) -> list[tuple[str, RetrievalDataset]]:
+        """Each benchmark's ``query`` and ``gallery`` datasets (and the ``whitening`` one), named: what ``ranklit data
+        check`` decodes."""
+        names = [f"{b.name} {split}" for b in self.benchmarks for split in ("query", "gallery")]
+        return list(zip([*names, "whitening"][: len(self._parts)], self._parts, strict=True))
+
     def __len__(self) -> int:
         return int(self.labels.numel())
 

@@ -91,6 +91,11 @@ class EmbeddingLoss(nn.Module):
 
     def __init__(self, *, normalize: bool = True) -> None:
         super().__init__()
+        if hook := _unimplemented_hook(type(self)):
+            raise TypeError(
+                f"{type(self).__name__} does not implement `{hook}`: it is a base class to subclass (docs: Extending "
+                f"ranklit); use one of the losses of ranklit.losses (e.g. ROADMAPLoss), or implement `{hook}`."
+            )
         self.normalize = check_flag("normalize", normalize)
 
     @full_precision  # under autocast too, the loss runs in float32 (float64 stays): docs/spec.md §0
@@ -202,3 +207,22 @@ class BinaryRetrievalLoss(RetrievalLoss):
     def binary_loss(self, scores: Tensor, positives: Tensor, valid: Tensor) -> Tensor:
         """Loss from ``[Q, N]`` scores and the bool ``positives`` (subset of ``valid``) and ``valid`` masks."""
         raise NotImplementedError
+
+
+def _unimplemented_hook(cls: type) -> str | None:
+    """The hook a loss class leaves to a subclass (``embedding_loss``, ``retrieval_loss``, ``binary_loss``), the one
+    its ``forward`` would reach and find unimplemented; ``None`` for a complete loss."""
+    if cls.forward is not EmbeddingLoss.forward:  # type: ignore[attr-defined]
+        return None
+    hooks = (
+        (EmbeddingLoss, "embedding_loss", None),
+        (RetrievalLoss, "retrieval_loss", (RetrievalLoss, "embedding_loss")),
+        (BinaryRetrievalLoss, "binary_loss", (BinaryRetrievalLoss, "retrieval_loss")),
+    )
+    for base, hook, caller in hooks:
+        if not issubclass(cls, base):
+            break
+        reached = caller is None or getattr(cls, caller[1]) is getattr(caller[0], caller[1])
+        if reached and getattr(cls, hook) is getattr(base, hook):
+            return hook
+    return None

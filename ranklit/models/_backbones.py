@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ranklit.models._pooling import GlobalPool, PoolingName
+from ranklit.models._pretrained import create_pretrained
 
 __all__ = ["EmbeddingNet", "create_backbone"]
 
@@ -28,7 +29,9 @@ def create_backbone(name: str, pretrained: bool = False, **kwargs: Any) -> nn.Mo
         close = difflib.get_close_matches(name, timm.list_models(), n=5, cutoff=0.5)
         hint = ", ".join(close) if close else "none (see `timm.list_models()`)"
         raise ValueError(f"Unknown timm backbone {name!r}. Closest timm names: {hint}.")
-    return timm.create_model(name, pretrained=pretrained, num_classes=0, global_pool="", **kwargs)
+    if pretrained:  # one line at once without a network (ranklit.models._pretrained)
+        return create_pretrained(name, num_classes=0, global_pool="", **kwargs)
+    return timm.create_model(name, pretrained=False, num_classes=0, global_pool="", **kwargs)
 
 
 class EmbeddingNet(nn.Module):

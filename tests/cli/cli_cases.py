@@ -1,11 +1,11 @@
 """Run many ``ranklit`` command lines as separate processes for the price of one start-up.
 
 ``python -m tests.cli.cli_cases CASES.json`` imports the CLI once, then forks one child per case: the child runs
-``ranklit.cli.main(args)`` with its stderr (file descriptor 2) sent to a file, exactly as the console script would,
-with an uncaught exception printed as Python prints it (``Traceback ...``) and exit code 1. It prints a JSON list of
-``{"args", "returncode", "stderr"}``. A child starts from the state after importing the command's modules
-(``ranklit.cli._app``; ``import ranklit.cli`` alone imports none of the training stack): warnings shown at import time
-are the quick-start test's business (``tests/cli/test_cli.py``).
+``ranklit.cli.main(args)`` with its stderr and stdout (file descriptors 2 and 1) sent to files, exactly as the
+console script would, with an uncaught exception printed as Python prints it (``Traceback ...``) and exit code 1. It
+prints a JSON list of ``{"args", "returncode", "stderr", "stdout"}``. A child starts from the state after importing
+the command's modules (``ranklit.cli._app``; ``import ranklit.cli`` alone imports none of the training stack):
+warnings shown at import time are the quick-start test's business (``tests/cli/test_cli.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ranklit.cli import main
 def _child(args: list[str], stderr_path: str) -> None:
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(descriptor, 2)
+    os.dup2(os.open(stderr_path[: -len(".err")] + ".out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
     code = 0
     try:
         main(args)
@@ -45,8 +46,9 @@ def run_cases(cases: list[list[str]]) -> list[dict]:
             if pid == 0:
                 _child(args, path)
             _, status = os.waitpid(pid, 0)
-            with open(path) as handle:
-                results.append({"args": args, "returncode": os.waitstatus_to_exitcode(status), "stderr": handle.read()})
+            with open(path) as handle, open(path[: -len(".err")] + ".out") as out:
+                code = os.waitstatus_to_exitcode(status)
+                results.append({"args": args, "returncode": code, "stderr": handle.read(), "stdout": out.read()})
     return results
 
 

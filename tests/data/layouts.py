@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import struct
+import zlib
 from pathlib import Path
 
 from PIL import Image
@@ -160,3 +162,12 @@ def revisited(root: Path, name: str = "roxford5k") -> dict:
     for i, image in enumerate(imlist):
         jpeg(root / "jpg" / f"{image}.jpg", i, size=(16, 12))
     return data
+
+
+def bomb(path: Path, width: int = 30000, height: int = 30000) -> None:
+    """A PNG whose header says ``width x height`` pixels (900 megapixels): Pillow's decompression-bomb limit."""
+    Image.new("L", (4, 4)).save(path)
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">II", data, 16, width, height)
+    struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
+    path.write_bytes(bytes(data))

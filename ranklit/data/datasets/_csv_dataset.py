@@ -8,8 +8,10 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from ranklit.data.datasets._inside_root import OUTSIDE_FIX, outside_root
 from ranklit.data.datasets.base import ImageRetrievalDataset, split_pool
 from ranklit.data.datasets.validation import DatasetError, Problems
+from ranklit.errors import UserError
 
 __all__ = ["CSVDataset", "SPLIT_VALUES"]
 
@@ -17,6 +19,21 @@ SPLIT_VALUES: tuple[str, ...] = ("train", "val", "test", "query", "gallery")
 """The values a ``split`` column may hold (lower case); a row with another value is reported, not dropped."""
 
 Rows = list[tuple[int, list[str]]]  # (line number, stripped fields)
+
+
+def _text_lines(path: Path) -> list[str]:
+    """The lines of a CSV file saved as UTF-8, with or without the byte-order mark Excel's "CSV UTF-8" writes; any
+    other encoding (Latin-1, Windows-1252: Excel's plain "CSV") is refused naming the line, rather than guessed (a wrong
+    guess would change class names silently)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig").splitlines(keepends=True)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UserError(
+            f"{path}, line {line}: byte 0x{data[error.start]:02x} is not UTF-8; save the file as UTF-8 (Excel: "
+            "\"CSV UTF-8\"; or `iconv -f latin1 -t utf-8 OLD.csv > NEW.csv`)."
+        ) from None
 
 
 def _typed(column: list[str]) -> list[Hashable]:
@@ -30,7 +47,10 @@ class CSVDataset(ImageRetrievalDataset):
     """Images and labels listed in a CSV file with a header: ``path``, one or more label columns, optional ``split``.
 
     The label columns go from the finest to the coarsest (``path,label,super_label,split`` gives ``[N, 2]``
-    labels); their values may be integers or strings. Paths are relative to ``root`` (or absolute). With a
+    labels); their values may be integers or strings. Paths are relative to ``root`` and must stay inside it (an
+    absolute path under ``root`` is accepted; one elsewhere, or ``..`` above ``root``, is refused: symbolic links
+    inside ``root`` are followed, :mod:`ranklit.data.datasets._inside_root`). The file is UTF-8, with or without
+    Excel's byte-order mark; another encoding is refused naming the line. With a
     ``split`` column, ``split="train"`` keeps the rows marked ``train``; ``"query"`` and ``"gallery"`` are relabelled
     together so their ids match; ``split=None`` keeps every row. Labels are relabelled to contiguous ids per column
     (the original values are in ``class_names``).
@@ -77,8 +97,7 @@ class CSVDataset(ImageRetrievalDataset):
         path = Path(csv_file) if Path(csv_file).is_absolute() else self.required_path(str(csv_file))
         if not path.is_file():
             raise FileNotFoundError(self._layout_message(f"file {path} not found"))
-        with path.open(newline="") as handle:
-            records = [(number, row) for number, row in enumerate(csv.reader(handle), start=1) if row]
+        records = [(number, row) for number, row in enumerate(csv.reader(_text_lines(path)), start=1) if row]
         header = [name.strip() for name in records[0][1]] if records else []
         has_split = bool(header) and header[-1] == "split"
         num_labels = len(header) - 1 - has_split
@@ -95,6 +114,12 @@ class CSVDataset(ImageRetrievalDataset):
         rows = [(number, row) for number, row in rows if split is None or row[-1] in pool]
         columns = [_typed([row[1 + c] for _, row in rows]) for c in range(num_labels)]
         keep = None if split is None else [i for i, (_, row) in enumerate(rows) if row[-1] == split]
+        outside = set(outside_root(self.root, [row[0] for _, row in rows]))
+        problems.add(
+            f"rows whose path leads outside root {self.root}",
+            [f"line {rows[i][0]} ({rows[i][1][0]})" for i in sorted(outside)],
+            OUTSIDE_FIX,
+        )
         paths = [self.root / row[0] for _, row in rows]
         shown = [f"line {number} ({row[0]})" for number, row in rows]
         self.set_samples(paths, list(zip(*columns, strict=True)), keep, problems, shown)

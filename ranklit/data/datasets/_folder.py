@@ -13,7 +13,11 @@ from ranklit._checks import check_positive_int
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset, split_pool
 from ranklit.data.datasets.validation import Problems, check_samples, examples
 
-__all__ = ["ClassFolderDataset"]
+__all__ = ["BrokenLinksWarning", "ClassFolderDataset"]
+
+
+class BrokenLinksWarning(UserWarning):
+    """Symbolic links that lead to no file (dangling or looping) were skipped: ``ranklit data check`` fails on it."""
 
 
 class ClassFolderDataset(ImageRetrievalDataset):
@@ -97,7 +101,15 @@ class ClassFolderDataset(ImageRetrievalDataset):
         """The image files ``levels`` folders below ``base`` and their label rows (finest folder path first); images
         at another depth are recorded in ``problems``, other files skipped with a warning."""
         files, skipped, misplaced = [], [], []
-        for file in sorted(f for f in base.rglob("*") if f.is_file()):
+        entries = sorted(base.rglob("*"))
+        if broken := [f.relative_to(base) for f in entries if f.is_symlink() and not f.exists()]:
+            warnings.warn(
+                f"{type(self).__name__}: skipped {len(broken)} symbolic link(s) under {base} that lead to no file "
+                f"(dangling or looping): {examples(broken)}.",
+                BrokenLinksWarning,
+                stacklevel=3,
+            )
+        for file in (f for f in entries if f.is_file()):
             relative = file.relative_to(base)
             if any(part.startswith(".") for part in relative.parts) or file.suffix.lower() not in IMAGE_EXTENSIONS:
                 skipped.append(relative)

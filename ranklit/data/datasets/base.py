@@ -24,6 +24,7 @@ from torch.utils.data import Dataset
 
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
+from ranklit.errors import UserError
 
 __all__ = [
     "ImageRetrievalDataset",
@@ -124,6 +125,8 @@ class ImageRetrievalDataset(RetrievalDataset):
         if self.SPLITS and split not in self.SPLITS:
             raise ValueError(f"{type(self).__name__}: `split` must be one of {self.SPLITS}, got {split!r}.")
         self.root, self.split, self.transform = Path(root).expanduser(), split, transform
+        if self.root.is_file():
+            raise UserError(self._layout_message(f"`root` {self.root} is a file, not the dataset folder"))
         if not self.root.is_dir():
             raise FileNotFoundError(self._layout_message(f"dataset folder {self.root} does not exist"))
         self.paths: list[Path] = []
@@ -198,7 +201,10 @@ class ImageRetrievalDataset(RetrievalDataset):
                 return self.read_image(mate)
             except ValueError as error:
                 warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
-        raise ValueError(f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded.")
+        raise UserError(
+            f"{type(self).__name__}: no image of the class of {self.paths[index]} can be decoded (`on_bad_image: "
+            "skip` found no replacement); fix or remove the class's files (`ranklit data check` lists them)."
+        )
 
     def __len__(self) -> int:
         return len(self.paths)
