@@ -45,6 +45,7 @@ from typing_extensions import override
 
 from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
+from ranklit.callbacks._evaluation_stops import EvaluationStops
 from ranklit.callbacks._locks import RunLock
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter
@@ -173,9 +174,11 @@ class RanklitCLI(CheckpointSettingsCLI):
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         trainer = super().instantiate_trainer(**kwargs)
+        callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
+        if self.subcommand in ("validate", "test"):
+            callbacks.append(EvaluationStops())  # signals: exit 128 + n, no results claimed
         if self.subcommand != "fit":
             return trainer
-        callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))

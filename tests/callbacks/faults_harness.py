@@ -98,6 +98,12 @@ def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float =
     return Result(process.returncode, stderr, ended - signalled[0] if signalled else None)
 
 
+def raise_at(step: int, where: str) -> str:
+    """The ``--trainer.callbacks+=`` argument adding a :class:`tests.callbacks.raise_at.RaiseAt`."""
+    args = f'"step": {step}, "where": "{where}"'
+    return f'--trainer.callbacks+={{"class_path": "tests.callbacks.raise_at.RaiseAt", "init_args": {{{args}}}}}'
+
+
 def rows(folder: Path) -> list[tuple[int, bool]]:
     """The ``(step, is validation)`` of every ``metrics.csv`` row of the run, in file order."""
     with (folder / RUN / "metrics.csv").open() as file:
@@ -125,6 +131,19 @@ def assert_same_run(actual: Path, expected: Path) -> None:
     torch.testing.assert_close(got["weights"], want["weights"], rtol=0, atol=1e-6)
     torch.testing.assert_close(got["optimizer"], want["optimizer"], rtol=0, atol=1e-6)
     assert sorted(rows(actual)) == sorted(rows(expected))  # every row once (no duplicate, none lost)
+
+
+def assert_identical_run(actual: Path, expected: Path) -> None:
+    """:func:`assert_same_run`, bit for bit: every weight and buffer, and every value of every ``metrics.csv`` row."""
+    assert_same_run(actual, expected)
+    got, want = final_state(actual)["weights"], final_state(expected)["weights"]
+    assert [name for name in want if not torch.equal(got[name], want[name])] == []
+
+    def values(folder: Path) -> list[tuple[tuple[str, str], ...]]:
+        with (folder / RUN / "metrics.csv").open() as file:
+            return sorted(tuple(sorted(row.items())) for row in csv.DictReader(file))
+
+    assert values(actual) == values(expected)
 
 
 def resume_step(folder: Path) -> int | None:

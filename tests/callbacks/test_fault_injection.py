@@ -22,8 +22,10 @@ import pytest
 from tests.callbacks.faults_harness import (
     RUN,
     STEPS_PER_EPOCH,
+    assert_identical_run,
     assert_same_run,
     folder_digest,
+    raise_at,
     resume_step,
     rows,
     run,
@@ -189,3 +191,27 @@ def test_refused_resume_leaves_the_run_byte_identical(references, tmp_path: Path
     assert result.returncode == 0, result.stderr[-3000:]
     assert_same_run(tmp_path, references["lightning", 0])
     _record("lightning-w0 refused resume (1 process, mid-epoch)", refused.returncode, None, 3, 3, 0)
+
+
+FAULTS = [
+    pytest.param("forward", id="forward"),
+    *[pytest.param(where, id=where, marks=LONG) for where in ("backward", "optimizer", "batch_start")],
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", FAULTS)
+def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, references, tmp_path: Path) -> None:
+    """An exception in step 6 (after the forward pass changed the batch-norm statistics, in the backward pass, after
+    the optimiser updated the weights, or in a batch-start callback) writes no checkpoint of the half-done step: the
+    epoch-end ``last.ckpt`` of step 4 stays the resume point, and the resumed run ends bit for bit as the
+    uninterrupted one, ``metrics.csv`` included."""
+    failed = run(tmp_path, "single", 0, raise_at(6, where))
+    assert failed.returncode == 1 and f"injected fault: {where} of step 6" in failed.stderr, failed.stderr[-3000:]
+    assert "inside training step 6 or a validation: no checkpoint written" in failed.stderr
+    assert not (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").exists()
+    assert resume_step(tmp_path) == STEPS_PER_EPOCH
+    result = run(tmp_path, "single", 0, "--resume=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_identical_run(tmp_path, references["single", 0])
+    _record(f"single-w0 exception in {where} of step 6", failed.returncode, None, 6, STEPS_PER_EPOCH, 1)
