@@ -15,15 +15,19 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.callbacks.faults_harness import (
+    REPOSITORY,
     RUN,
     STEPS_PER_EPOCH,
     assert_identical_run,
     assert_same_run,
+    cli_args,
     folder_digest,
     raise_at,
     resume_step,
@@ -215,3 +219,29 @@ def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, re
     assert result.returncode == 0, result.stderr[-3000:]
     assert_identical_run(tmp_path, references["single", 0])
     _record(f"single-w0 exception in {where} of step 6", failed.returncode, None, 6, STEPS_PER_EPOCH, 1)
+
+
+def _test_command(folder: Path, checkpoint: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``ranklit test`` of the tiny quick start's ``checkpoint`` in ``folder`` (8 images a batch: several batches)."""
+    args = ["test", *cli_args(1, 0)[1:], "--trainer.devices=1", "--data.eval_batch_size=8", f"--ckpt_path={checkpoint}"]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
+                          capture_output=True, timeout=300)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGTERM", pytest.param("SIGINT", marks=LONG)])
+def test_signal_to_ranklit_test_claims_no_results(name: str, references, tmp_path: Path) -> None:
+    """``ranklit test`` stopped by a signal in its first batch exits with ``128 + n`` and logs and prints no
+    metrics; the same command run to the end logs them (the uninterrupted evaluation)."""
+    checkpoint = references["single", 0] / RUN / "checkpoints" / "last.ckpt"
+    stopped = _test_command(tmp_path, checkpoint, signal_at(1, name, "test"))
+    assert stopped.returncode == 128 + getattr(signal, name), stopped.stderr[-3000:]
+    assert "test/map_at_r" not in stopped.stdout and "Traceback" not in stopped.stderr
+    metrics = tmp_path / RUN / "metrics.csv"
+    assert not metrics.exists() or "test/" not in metrics.read_text()
+    finished = _test_command(tmp_path, checkpoint)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "test/map_at_r" in finished.stdout
+    assert "test/map_at_r" in (tmp_path / "runs/quickstart/version_1/metrics.csv").read_text()
+    _record(f"single-w0 ranklit test {name} in batch 1", stopped.returncode, None, "test batch 1", "-", 0)
