@@ -26,8 +26,10 @@
 * **Nothing new, nothing saved.** An exception before the first training batch of this ``fit`` (a refused resume,
   a bad setting) writes no checkpoint: the checkpoint the run was resumed from stays the resume point.
 
-Resume with ``trainer.fit(..., ckpt_path=...)``. SLURM's ``SIGUSR1`` requeue (``SLURMEnvironment(auto_requeue=True)``)
-keeps Lightning's handler, which writes ``hpc_ckpt_*.ckpt``.
+Resume with ``trainer.fit(..., ckpt_path=...)``. **SLURM**: a trainer whose ``SLURMEnvironment`` keeps Lightning's
+auto-requeue (its default) keeps Lightning's ``SIGUSR1`` handler, which writes ``hpc_ckpt_*.ckpt`` mid-step; the
+``ranklit`` command runs with ``SLURMEnvironment(auto_requeue=False)`` (:mod:`ranklit.training._slurm`), so
+``SIGUSR1`` stops and saves as above, and with ``requeue=True`` global rank 0 then runs ``scontrol requeue``.
 
 Example:
     >>> import lightning as L
@@ -52,6 +54,7 @@ from typing_extensions import override
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
+from ranklit.training._slurm import requeue_job
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite", "step_in_progress"]
@@ -91,6 +94,8 @@ class FaultTolerance(OnExceptionCheckpoint):
         filename: its name, without ``.ckpt``.
         check_every_n_steps: check gradients, parameters and buffers every that many steps (1: every step); the
             check before a checkpoint is written always runs.
+        requeue: after a stop by ``SIGUSR1`` under SLURM, requeue the job (``scontrol requeue``, on global rank 0)
+            once the checkpoint is saved.
     """
 
     def __init__(
@@ -98,10 +103,12 @@ class FaultTolerance(OnExceptionCheckpoint):
         dirpath: str | Path,
         filename: str = "interrupted",
         check_every_n_steps: int = 1,
+        requeue: bool = False,
     ) -> None:
         super().__init__(dirpath, filename)
         check_positive_int("check_every_n_steps", check_every_n_steps)
         self.check_every_n_steps = check_every_n_steps
+        self.requeue = requeue
         self._first_step: int | None = None  # the global step this `fit` started training from
 
     @override
@@ -188,6 +195,13 @@ class FaultTolerance(OnExceptionCheckpoint):
         signalled = isinstance(exception, SIGTERMException)
         if signalled:
             mark_stopped(stop_requested() or signal.SIGTERM)
+        self._save_on_exception(trainer, exception, first, signalled)
+        if signalled and self.requeue and stopped_by() == signal.SIGUSR1 and trainer.is_global_zero:
+            requeue_job()  # after the save (`scontrol requeue` ends the job)
+
+    def _save_on_exception(
+        self, trainer: L.Trainer, exception: BaseException, first: int | None, signalled: bool
+    ) -> None:
         if first is None or trainer.global_step == first:
             return  # nothing trained since the run (re)started: its checkpoint stays the resume point
         if not signalled and step_in_progress(trainer):

@@ -65,8 +65,11 @@ class Result:
     signal_to_exit: float | None
 
 
-def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400) -> Result:
-    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``)."""
+def run(
+    folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400, env: dict[str, str] | None = None
+) -> Result:
+    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``), with the
+    variables ``env`` added to the environment."""
     folder.mkdir(parents=True, exist_ok=True)
     processes = 1 if launcher == "single" else 2
     args = [*cli_args(processes, workers), *extra]
@@ -82,7 +85,7 @@ def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float =
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", *rendezvous,
                    "-m", "ranklit.cli", *args]  # fmt: skip
     path = os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
-    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | (env or {})
     stamp = folder / "signal.txt"
     stamp.unlink(missing_ok=True)
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.callbacks.faults_harness import (
     REPOSITORY,
@@ -245,3 +246,38 @@ def test_signal_to_ranklit_test_claims_no_results(name: str, references, tmp_pat
     assert "test/map_at_r" in finished.stdout
     assert "test/map_at_r" in (tmp_path / "runs/quickstart/version_1/metrics.csv").read_text()
     _record(f"single-w0 ranklit test {name} in batch 1", stopped.returncode, None, "test batch 1", "-", 0)
+
+
+@pytest.mark.slow
+def test_slurm_sigusr1_stops_saves_requeues_and_resumes(references, tmp_path: Path) -> None:
+    """Under SLURM (its variables faked, a fake ``scontrol`` on ``PATH``) ``SIGUSR1`` during step 3 stops after that
+    batch, saves ``interrupted.ckpt`` in the run folder (no ``hpc_ckpt_*.ckpt``), requeues the job with
+    ``--requeue true`` and exits 138; a run that was not asked to resume refuses Lightning's ``hpc_ckpt`` (exit 2,
+    nothing written); ``--resume true`` continues from ``interrupted.ckpt``, never the ``hpc_ckpt``, into the
+    uninterrupted run."""
+    bin_folder, log = tmp_path / "bin", tmp_path / "scontrol.log"
+    bin_folder.mkdir()
+    (bin_folder / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (bin_folder / "scontrol").chmod(0o755)
+    slurm = {"SLURM_NTASKS": "1", "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "train", "SLURM_PROCID": "0",
+             "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NODELIST": "localhost",
+             "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    folder = tmp_path / "job"
+    stopped = run(folder, "single", 0, signal_at(3, "SIGUSR1"), "--resume=true", "--requeue=true", env=slurm)
+    assert stopped.returncode == 138, stopped.stderr[-3000:]
+    assert [p.name for p in folder.rglob("*.ckpt")] == ["interrupted.ckpt"] and resume_step(folder) == 3
+    assert log.read_text() == "requeue 4242\n"
+    hpc = torch.load(folder / RUN / "checkpoints" / "interrupted.ckpt", map_location="cpu", weights_only=False)
+    hpc["state_dict"] = {name: value + 1 for name, value in hpc["state_dict"].items()}  # a state unlike any other
+    torch.save(hpc, folder / "hpc_ckpt_1.ckpt")  # what Lightning's own handler (or an older ranklit) left
+    before = folder_digest(folder)
+    for extra, named in (([], "hpc_ckpt_1.ckpt"), (["--requeue=true"], "add `--resume true`")):
+        refused = run(folder, "single", 0, *extra, env=slurm)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+        assert "error: " in refused.stderr and named in refused.stderr
+        assert folder_digest(folder) == before
+    resumed = run(folder, "single", 0, "--resume=true", "--requeue=true", env=slurm)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert log.read_text() == "requeue 4242\n"  # a finished run is not requeued
+    assert_identical_run(folder, references["single", 0])
+    _record("single-w0 SLURM SIGUSR1 --requeue true, step 3", stopped.returncode, stopped.signal_to_exit, 3, 3, 0)
