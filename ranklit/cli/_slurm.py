@@ -27,8 +27,7 @@ def add_requeue_argument(parser: Any) -> None:
         "--requeue",
         type=bool,
         default=False,
-        help="Under SLURM, after a stop by SIGUSR1 (`#SBATCH --signal=USR1@120`) and its checkpoint, requeue the job "
-        "(`scontrol requeue $SLURM_JOB_ID`); needs `--resume true`, with which the requeued job continues.",
+        help="SLURM: requeue the job after a stop by SIGUSR1 (with --resume true).",
     )
 
 
