@@ -1,11 +1,13 @@
-"""Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints.
+"""Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints,
+exceptions inside a step (:mod:`tests.callbacks.raise_at`), SLURM's ``SIGUSR1``, signals to ``ranklit test``.
 
 Every case interrupts the tiny quick start (:mod:`tests.callbacks.faults_harness`), checks the exit code and the time
 from the signal to the exit, resumes with ``--resume true`` and compares the end of the resumed run with the
 uninterrupted run of the same launcher and workers (weights, optimiser state, sampler position, ``metrics.csv`` rows
 exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps one kill -9
 (then a truncated newest checkpoint and a refused resume) on one process, and (``tests/training/test_ddp_cli.py``) a
-group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``. With
+group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``, plus an
+exception in a forward pass, the SLURM case and a ``SIGTERM`` to ``ranklit test``. With
 ``RANKLIT_FAULT_TABLE=PATH`` each case appends a row (case, exit code, seconds from signal to exit, step signalled,
 resume step, steps lost) to that Markdown file.
 """
