@@ -57,8 +57,8 @@ from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
-from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
+from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
 

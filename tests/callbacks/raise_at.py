@@ -54,6 +54,8 @@ class RaiseAt(Callback):
                 optimizer.register_step_post_hook(self._raise)
 
     @override
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         if self.where == "batch_start":
             self._raise()
