@@ -68,14 +68,14 @@ class Result:
 def run(
     folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400, env: dict[str, str] | None = None
 ) -> Result:
-    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``), with the
-    variables ``env`` added to the environment."""
+    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``, ``"srun"``:
+    :mod:`tests.callbacks.fake_srun`), with the variables ``env`` added to the environment."""
     folder.mkdir(parents=True, exist_ok=True)
     processes = 1 if launcher == "single" else 2
     args = [*cli_args(processes, workers), *extra]
     if launcher == "lightning":
         args += ["--trainer.devices=2", "--trainer.strategy=ddp"]
-    elif launcher == "torchrun":
+    elif launcher in ("torchrun", "srun"):
         args += ["--trainer.devices=2", "--trainer.strategy=ddp"]
     else:
         args += ["--trainer.devices=1"]
@@ -84,6 +84,9 @@ def run(
         rendezvous = ["--master-addr", "127.0.0.1", "--master-port", str(_free_port())]
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", *rendezvous,
                    "-m", "ranklit.cli", *args]  # fmt: skip
+    elif launcher == "srun":  # one SLURM job step of 2 tasks: give `env` the job's SLURM variables
+        command = [sys.executable, str(REPOSITORY / "tests" / "callbacks" / "fake_srun.py"), "2", *command]
+        env = {"MASTER_PORT": str(_free_port())} | (env or {})
     path = os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
     env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | (env or {})
     stamp = folder / "signal.txt"

@@ -251,12 +251,15 @@ def test_signal_to_ranklit_test_claims_no_results(name: str, references, tmp_pat
 
 
 @pytest.mark.slow
-def test_slurm_sigusr1_stops_saves_requeues_and_resumes(references, tmp_path: Path) -> None:
-    """Under SLURM (its variables faked, a fake ``scontrol`` on ``PATH``) ``SIGUSR1`` during step 3 stops after that
-    batch, saves ``interrupted.ckpt`` in the run folder (no ``hpc_ckpt_*.ckpt``), requeues the job with
-    ``--requeue true`` and exits 138; a run that was not asked to resume refuses Lightning's ``hpc_ckpt`` (exit 2,
-    nothing written); ``--resume true`` continues from ``interrupted.ckpt``, never the ``hpc_ckpt``, into the
-    uninterrupted run."""
+@pytest.mark.parametrize(
+    ("launcher", "reference"), [("single", "single"), pytest.param("srun", "lightning", marks=LONG)]
+)
+def test_slurm_sigusr1_stops_saves_requeues_and_resumes(launcher: str, reference: str, references, tmp_path) -> None:
+    """Under SLURM (its variables faked, one task or a 2-task step of :mod:`tests.callbacks.fake_srun`, a fake
+    ``scontrol`` on ``PATH``) ``SIGUSR1`` during step 3 stops after that batch, saves ``interrupted.ckpt`` in the run
+    folder (no ``hpc_ckpt_*.ckpt``), requeues the job once with ``--requeue true`` and exits 138; a run that was not
+    asked to resume refuses Lightning's ``hpc_ckpt`` (exit 2, nothing written); ``--resume true`` continues from
+    ``interrupted.ckpt``, never the ``hpc_ckpt``, into the uninterrupted run (of Lightning's launcher for 2 tasks)."""
     bin_folder, log = tmp_path / "bin", tmp_path / "scontrol.log"
     bin_folder.mkdir()
     (bin_folder / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
@@ -265,7 +268,8 @@ def test_slurm_sigusr1_stops_saves_requeues_and_resumes(references, tmp_path: Pa
              "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NODELIST": "localhost",
              "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     folder = tmp_path / "job"
-    stopped = run(folder, "single", 0, signal_at(3, "SIGUSR1"), "--resume=true", "--requeue=true", env=slurm)
+    to = "self" if launcher == "single" else "group"
+    stopped = run(folder, launcher, 0, signal_at(3, "SIGUSR1", to=to), "--resume=true", "--requeue=true", env=slurm)
     assert stopped.returncode == 138, stopped.stderr[-3000:]
     assert [p.name for p in folder.rglob("*.ckpt")] == ["interrupted.ckpt"] and resume_step(folder) == 3
     assert log.read_text() == "requeue 4242\n"
@@ -274,12 +278,12 @@ def test_slurm_sigusr1_stops_saves_requeues_and_resumes(references, tmp_path: Pa
     torch.save(hpc, folder / "hpc_ckpt_1.ckpt")  # what Lightning's own handler (or an older ranklit) left
     before = folder_digest(folder)
     for extra, named in (([], "hpc_ckpt_1.ckpt"), (["--requeue=true"], "add `--resume true`")):
-        refused = run(folder, "single", 0, *extra, env=slurm)
+        refused = run(folder, launcher, 0, *extra, env=slurm)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
         assert "error: " in refused.stderr and named in refused.stderr
         assert folder_digest(folder) == before
-    resumed = run(folder, "single", 0, "--resume=true", "--requeue=true", env=slurm)
+    resumed = run(folder, launcher, 0, "--resume=true", "--requeue=true", env=slurm)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert log.read_text() == "requeue 4242\n"  # a finished run is not requeued
-    assert_identical_run(folder, references["single", 0])
-    _record("single-w0 SLURM SIGUSR1 --requeue true, step 3", stopped.returncode, stopped.signal_to_exit, 3, 3, 0)
+    (assert_identical_run if launcher == "single" else assert_same_run)(folder, references[reference, 0])
+    _record(f"{launcher}-w0 SLURM SIGUSR1 --requeue true, step 3", stopped.returncode, stopped.signal_to_exit, 3, 3, 0)
