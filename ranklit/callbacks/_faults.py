@@ -205,10 +205,11 @@ class FaultTolerance(OnExceptionCheckpoint):
         if first is None or trainer.global_step == first:
             return  # nothing trained since the run (re)started: its checkpoint stays the resume point
         if not signalled and step_in_progress(trainer):
+            where = "a validation" if trainer.validating else "a training step"
             rank_zero_info(
-                f"{type(exception).__name__} inside training step {trainer.global_step + 1} or a validation: no "
-                "checkpoint written (the step may have changed batch-norm statistics, the optimiser state or the "
-                f"memory); `--resume true` continues from the newest checkpoint in {self.dirpath}."
+                f"{type(exception).__name__} inside {where} at global step {trainer.global_step}: no checkpoint "
+                "written (the step may have changed batch-norm statistics, the optimiser state or the memory); "
+                f"`--resume true` continues from the newest checkpoint in {self.dirpath}."
             )
             return
         if trainer.world_size > 1 and not signalled:

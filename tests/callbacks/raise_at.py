@@ -3,8 +3,9 @@
 ``where``: ``"forward"`` (after the network's forward pass of step ``step``, 1-based: its batch-norm running
 statistics are already updated), ``"backward"`` (during the backward pass, from a hook on the embeddings' gradient),
 ``"optimizer"`` (right after the optimiser has updated the weights and its state, before Lightning counts the step:
-the worst case) or ``"batch_start"`` (in ``on_train_batch_start``, before the step). Test-only: the fault-injection
-suite passes it with ``--trainer.callbacks+=``.
+the worst case), ``"batch_start"`` (in ``on_train_batch_start``, before the step) or ``"validation"`` (in the first
+batch of the validation that follows step ``step``). Test-only: the fault-injection suite passes it with
+``--trainer.callbacks+=``.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ class RaiseAt(Callback):
     """Raises :class:`InjectedFault` once, ``where`` in training step ``step`` (module docstring)."""
 
     def __init__(self, step: int = 1, where: str = "forward") -> None:
-        if where not in ("forward", "backward", "optimizer", "batch_start"):
-            raise ValueError(f"`where` must be forward, backward, optimizer or batch_start, got {where!r}.")
+        if where not in ("forward", "backward", "optimizer", "batch_start", "validation"):
+            raise ValueError(f"`where` must be forward, backward, optimizer, batch_start or validation, got {where!r}.")
         self.step, self.where = step, where
         self._trainer: L.Trainer | None = None
 
     def _due(self) -> bool:
-        return self._trainer is not None and self._trainer.training and self._trainer.global_step + 1 == self.step
+        trainer = self._trainer
+        if trainer is None:
+            return False
+        if self.where == "validation":
+            return trainer.validating and trainer.state.fn == "fit" and trainer.global_step == self.step
+        return trainer.training and trainer.global_step + 1 == self.step
 
     def _raise(self, *_: Any) -> None:
         if self._due():
@@ -58,4 +64,11 @@ class RaiseAt(Callback):
         self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         if self.where == "batch_start":
+            self._raise()
+
+    @override
+    def on_validation_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        if self.where == "validation":
             self._raise()

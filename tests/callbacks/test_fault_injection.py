@@ -200,28 +200,32 @@ def test_refused_resume_leaves_the_run_byte_identical(references, tmp_path: Path
     _record("lightning-w0 refused resume (1 process, mid-epoch)", refused.returncode, None, 3, 3, 0)
 
 
+# (where, step): inside training step 6, or in the validation after step 8 (the last one)
 FAULTS = [
-    pytest.param("forward", id="forward"),
-    *[pytest.param(where, id=where, marks=LONG) for where in ("backward", "optimizer", "batch_start")],
+    pytest.param("forward", 6, id="forward"),
+    *[pytest.param(where, 6, id=where, marks=LONG) for where in ("backward", "optimizer", "batch_start")],
+    pytest.param("validation", 8, id="validation", marks=LONG),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("where", FAULTS)
-def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, references, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "step"), FAULTS)
+def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, step: int, references, tmp_path) -> None:
     """An exception in step 6 (after the forward pass changed the batch-norm statistics, in the backward pass, after
-    the optimiser updated the weights, or in a batch-start callback) writes no checkpoint of the half-done step: the
-    epoch-end ``last.ckpt`` of step 4 stays the resume point, and the resumed run ends bit for bit as the
-    uninterrupted one, ``metrics.csv`` included."""
-    failed = run(tmp_path, "single", 0, raise_at(6, where))
-    assert failed.returncode == 1 and f"injected fault: {where} of step 6" in failed.stderr, failed.stderr[-3000:]
-    assert "inside training step 6 or a validation: no checkpoint written" in failed.stderr
+    the optimiser updated the weights, or in a batch-start callback) or in the epoch-end validation of step 8 writes
+    no checkpoint of the half-done step: the epoch-end ``last.ckpt`` of step 4 stays the resume point, and the
+    resumed run ends bit for bit as the uninterrupted one, ``metrics.csv`` included."""
+    failed = run(tmp_path, "single", 0, raise_at(step, where))
+    assert failed.returncode == 1 and f"injected fault: {where} of step {step}" in failed.stderr, failed.stderr[-3000:]
+    inside = "a validation at global step 8" if where == "validation" else "a training step at global step 5"
+    assert f"inside {inside}: no checkpoint written" in failed.stderr
     assert not (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").exists()
     assert resume_step(tmp_path) == STEPS_PER_EPOCH
     result = run(tmp_path, "single", 0, "--resume=true")
     assert result.returncode == 0, result.stderr[-3000:]
     assert_identical_run(tmp_path, references["single", 0])
-    _record(f"single-w0 exception in {where} of step 6", failed.returncode, None, 6, STEPS_PER_EPOCH, 1)
+    lost = step - 1 - STEPS_PER_EPOCH if where != "validation" else step - STEPS_PER_EPOCH
+    _record(f"single-w0 exception in {where} of step {step}", failed.returncode, None, step, STEPS_PER_EPOCH, lost)
 
 
 def _test_command(folder: Path, checkpoint: Path, *extra: str) -> subprocess.CompletedProcess:
