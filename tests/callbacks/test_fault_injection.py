@@ -228,30 +228,39 @@ def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, st
     _record(f"single-w0 exception in {where} of step {step}", failed.returncode, None, step, STEPS_PER_EPOCH, lost)
 
 
-def _test_command(folder: Path, checkpoint: Path, *extra: str) -> subprocess.CompletedProcess:
-    """``ranklit test`` of the tiny quick start's ``checkpoint`` in ``folder`` (8 images a batch: several batches)."""
-    args = ["test", *cli_args(1, 0)[1:], "--trainer.devices=1", "--data.eval_batch_size=8", f"--ckpt_path={checkpoint}"]
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])}
+def _test_command(folder: Path, checkpoint: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
+    """``ranklit test`` of the tiny quick start's ``checkpoint`` in ``folder`` (8 images a batch: several batches)
+    on ``processes`` processes (Lightning's launcher)."""
+    args = ["test", *cli_args(processes, 0)[1:], f"--trainer.devices={processes}", "--data.eval_batch_size=8",
+            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]  # fmt: skip
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")]),
+                        "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
     return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
-                          capture_output=True, timeout=300)  # fmt: skip
+                          capture_output=True, timeout=300, start_new_session=True)  # fmt: skip
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["SIGTERM", pytest.param("SIGINT", marks=LONG)])
-def test_signal_to_ranklit_test_claims_no_results(name: str, references, tmp_path: Path) -> None:
-    """``ranklit test`` stopped by a signal in its first batch exits with ``128 + n`` and logs and prints no
-    metrics; the same command run to the end logs them (the uninterrupted evaluation)."""
+@pytest.mark.parametrize(
+    ("processes", "name", "to"),
+    [(1, "SIGTERM", "self"), pytest.param(1, "SIGINT", "self", marks=LONG),
+     pytest.param(2, "SIGTERM", "group", marks=LONG), pytest.param(2, "SIGTERM", "1", marks=LONG)],
+)  # fmt: skip
+def test_signal_to_ranklit_test_claims_no_results(processes: int, name: str, to: str, references, tmp_path) -> None:
+    """``ranklit test`` stopped by a signal in its first batch (to its process, to every process of a 2-process
+    test, to one of them) exits with ``128 + n`` and logs and prints no metrics; the same command run to the end
+    logs them (the uninterrupted evaluation)."""
     checkpoint = references["single", 0] / RUN / "checkpoints" / "last.ckpt"
-    stopped = _test_command(tmp_path, checkpoint, signal_at(1, name, "test"))
+    stopped = _test_command(tmp_path, checkpoint, processes, signal_at(1, name, "test", to))
     assert stopped.returncode == 128 + getattr(signal, name), stopped.stderr[-3000:]
     assert "test/map_at_r" not in stopped.stdout and "Traceback" not in stopped.stderr
     metrics = tmp_path / RUN / "metrics.csv"
     assert not metrics.exists() or "test/" not in metrics.read_text()
-    finished = _test_command(tmp_path, checkpoint)
+    finished = _test_command(tmp_path, checkpoint, processes)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "test/map_at_r" in finished.stdout
     assert "test/map_at_r" in (tmp_path / "runs/quickstart/version_1/metrics.csv").read_text()
-    _record(f"single-w0 ranklit test {name} in batch 1", stopped.returncode, None, "test batch 1", "-", 0)
+    case = f"ranklit test, {processes} process(es), {name} to {to} in batch 1"
+    _record(case, stopped.returncode, None, "test batch 1", "-", 0)
 
 
 @pytest.mark.slow
