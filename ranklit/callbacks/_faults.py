@@ -11,13 +11,25 @@
   ``dirpath/filename.ckpt``: the resumed run equals the uninterrupted one (with
   :class:`ranklit.callbacks.ResumableTraining`). A second Ctrl-C stops at once and saves nothing (the state may be
   in the middle of an optimiser step): the newest checkpoint written before stays the resume point.
-* **Other exceptions** (a corrupt training image: the error names the file) save the state on the way out, on one
-  process only: under several processes an exception on one rank cannot wait for the others, and nothing is saved.
+* **Other exceptions between two training batches** (a corrupt training image, raised while the next batch is
+  loaded: the error names the file) save the state on the way out, on one process only: under several processes an
+  exception on one rank cannot wait for the others, and nothing is saved.
+* **An exception inside a step** (a CUDA out-of-memory error in backward, an error in the optimiser or in a
+  callback's ``on_train_batch_start``/``on_train_batch_end``) or inside a validation writes **no checkpoint**: the
+  failed step may already have changed the batch-norm running statistics, the cross-batch memory, the optimiser
+  state and weights (an error inside ``optimizer.step``), the random states and the logged values, and Lightning's
+  counters would then describe neither the state before the step nor the one after it. The newest checkpoint
+  written before (``last.ckpt`` of the save schedule, or an earlier ``interrupted.ckpt``) stays the resume point,
+  so the resumed run equals the uninterrupted one; the work since it is lost (``every_n_steps``/``every_minutes``
+  bound it). Snapshotting all of that at every step boundary would cost a copy of the weights and the optimiser
+  state per step (:func:`step_in_progress` tells the two cases apart; ``docs/resuming.md``).
 * **Nothing new, nothing saved.** An exception before the first training batch of this ``fit`` (a refused resume,
   a bad setting) writes no checkpoint: the checkpoint the run was resumed from stays the resume point.
 
-Resume with ``trainer.fit(..., ckpt_path=...)``. SLURM's ``SIGUSR1`` requeue (``SLURMEnvironment(auto_requeue=True)``)
-keeps Lightning's handler, which writes ``hpc_ckpt_*.ckpt``.
+Resume with ``trainer.fit(..., ckpt_path=...)``. **SLURM**: a trainer whose ``SLURMEnvironment`` keeps Lightning's
+auto-requeue (its default) keeps Lightning's ``SIGUSR1`` handler, which writes ``hpc_ckpt_*.ckpt`` mid-step; the
+``ranklit`` command runs with ``SLURMEnvironment(auto_requeue=False)`` (:mod:`ranklit.training._slurm`), so
+``SIGUSR1`` stops and saves as above, and with ``requeue=True`` global rank 0 then runs ``scontrol requeue``.
 
 Example:
     >>> import lightning as L
@@ -42,9 +54,22 @@ from typing_extensions import override
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
+from ranklit.training._slurm import requeue_job
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
-__all__ = ["FaultTolerance", "first_non_finite"]
+__all__ = ["FaultTolerance", "first_non_finite", "step_in_progress"]
+
+
+def step_in_progress(trainer: L.Trainer) -> bool:
+    """Whether ``trainer`` is inside a training step or a validation (module docstring): a batch was fetched
+    (Lightning's ``ready`` counter) and not completed, or a validation runs; ``False`` between two training batches.
+
+    Example:
+        >>> step_in_progress(L.Trainer(logger=False, enable_progress_bar=False))
+        False
+    """
+    current: Any = batch_progress(trainer).current
+    return current.ready != current.completed or trainer.validating or trainer.sanity_checking
 
 
 def first_non_finite(tensors: Iterable[tuple[str, Tensor | None]]) -> str | None:
@@ -69,6 +94,8 @@ class FaultTolerance(OnExceptionCheckpoint):
         filename: its name, without ``.ckpt``.
         check_every_n_steps: check gradients, parameters and buffers every that many steps (1: every step); the
             check before a checkpoint is written always runs.
+        requeue: after a stop by ``SIGUSR1`` under SLURM, requeue the job (``scontrol requeue``, on global rank 0)
+            once the checkpoint is saved.
     """
 
     def __init__(
@@ -76,10 +103,12 @@ class FaultTolerance(OnExceptionCheckpoint):
         dirpath: str | Path,
         filename: str = "interrupted",
         check_every_n_steps: int = 1,
+        requeue: bool = False,
     ) -> None:
         super().__init__(dirpath, filename)
         check_positive_int("check_every_n_steps", check_every_n_steps)
         self.check_every_n_steps = check_every_n_steps
+        self.requeue = requeue
         self._first_step: int | None = None  # the global step this `fit` started training from
 
     @override
@@ -166,8 +195,23 @@ class FaultTolerance(OnExceptionCheckpoint):
         signalled = isinstance(exception, SIGTERMException)
         if signalled:
             mark_stopped(stop_requested() or signal.SIGTERM)
+        self._save_on_exception(trainer, exception, first, signalled)
+        if signalled and self.requeue and stopped_by() == signal.SIGUSR1 and trainer.is_global_zero:
+            requeue_job()  # after the save (`scontrol requeue` ends the job)
+
+    def _save_on_exception(
+        self, trainer: L.Trainer, exception: BaseException, first: int | None, signalled: bool
+    ) -> None:
         if first is None or trainer.global_step == first:
             return  # nothing trained since the run (re)started: its checkpoint stays the resume point
+        if not signalled and step_in_progress(trainer):
+            where = "a validation" if trainer.validating else "a training step"
+            rank_zero_info(
+                f"{type(exception).__name__} inside {where} at global step {trainer.global_step}: no checkpoint "
+                "written (the step may have changed batch-norm statistics, the optimiser state or the memory); "
+                f"`--resume true` continues from the newest checkpoint in {self.dirpath}."
+            )
+            return
         if trainer.world_size > 1 and not signalled:
             rank_zero_info(f"{type(exception).__name__} on one of {trainer.world_size} processes: no checkpoint saved.")
             return

@@ -3,6 +3,7 @@
 - :mod:`ranklit.cli._app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
 - :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
 - :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
+- :mod:`ranklit.cli._slurm` — ``--requeue`` and ranklit's own handling of SLURM's ``SIGUSR1``.
 - :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli._data_check` — ``ranklit data check``.
 - :mod:`ranklit.cli._prepare` — ``ranklit data prepare`` (download, verify, unpack, lay out a benchmark dataset).

@@ -45,6 +45,7 @@ from typing_extensions import override
 
 from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
+from ranklit.callbacks._evaluation_stops import EvaluationStops
 from ranklit.callbacks._locks import RunLock
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter
@@ -57,6 +58,7 @@ from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, reso
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
+from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
 
@@ -113,6 +115,7 @@ class RanklitCLI(CheckpointSettingsCLI):
             "with a note, when there is none).",
         )
         parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
+        add_requeue_argument(parser)
         parser.add_argument(
             "--resume_new_rates",
             type=list[str],
@@ -172,10 +175,14 @@ class RanklitCLI(CheckpointSettingsCLI):
 
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        kwargs |= trainer_plugins(self.config_init[self.subcommand].trainer)  # SLURM: ranklit's SIGUSR1
         trainer = super().instantiate_trainer(**kwargs)
-        if self.subcommand != "fit":
-            return trainer
         callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
+        if self.subcommand in ("validate", "test"):
+            callbacks.append(EvaluationStops())  # signals: exit 128 + n, no results claimed
+        if self.subcommand != "fit":
+            set_up_slurm(trainer, str(self.subcommand), self.config[self.subcommand])
+            return trainer
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
@@ -184,6 +191,7 @@ class RanklitCLI(CheckpointSettingsCLI):
             callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
+        set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
         return trainer

@@ -78,7 +78,7 @@ def _request(signum: int, frame: FrameType | None) -> None:
         _signals["requested"] = signum
         name = signal.Signals(signum).name
         again = " (Ctrl-C again: stop at once, without a checkpoint)" if signum == signal.SIGINT else ""
-        sys.stderr.write(f"{name}: stopping at the next consistent point to save a resumable checkpoint{again}.\n")
+        sys.stderr.write(f"{name}: stopping at the next consistent point (`fit` saves a checkpoint there){again}.\n")
 
 
 def agree_to_stop(trainer: L.Trainer) -> bool:

@@ -65,14 +65,17 @@ class Result:
     signal_to_exit: float | None
 
 
-def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400) -> Result:
-    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``)."""
+def run(
+    folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400, env: dict[str, str] | None = None
+) -> Result:
+    """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``, ``"srun"``:
+    :mod:`tests.callbacks.fake_srun`), with the variables ``env`` added to the environment."""
     folder.mkdir(parents=True, exist_ok=True)
     processes = 1 if launcher == "single" else 2
     args = [*cli_args(processes, workers), *extra]
     if launcher == "lightning":
         args += ["--trainer.devices=2", "--trainer.strategy=ddp"]
-    elif launcher == "torchrun":
+    elif launcher in ("torchrun", "srun"):
         args += ["--trainer.devices=2", "--trainer.strategy=ddp"]
     else:
         args += ["--trainer.devices=1"]
@@ -81,8 +84,11 @@ def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float =
         rendezvous = ["--master-addr", "127.0.0.1", "--master-port", str(_free_port())]
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", *rendezvous,
                    "-m", "ranklit.cli", *args]  # fmt: skip
+    elif launcher == "srun":  # one SLURM job step of 2 tasks: give `env` the job's SLURM variables
+        command = [sys.executable, str(REPOSITORY / "tests" / "callbacks" / "fake_srun.py"), "2", *command]
+        env = {"MASTER_PORT": str(_free_port())} | (env or {})
     path = os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
-    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | (env or {})
     stamp = folder / "signal.txt"
     stamp.unlink(missing_ok=True)
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -96,6 +102,12 @@ def run(folder: Path, launcher: str, workers: int, *extra: str, timeout: float =
     ended = time.time()
     signalled = [float(line) for line in stamp.read_text().split()] if stamp.is_file() else []
     return Result(process.returncode, stderr, ended - signalled[0] if signalled else None)
+
+
+def raise_at(step: int, where: str) -> str:
+    """The ``--trainer.callbacks+=`` argument adding a :class:`tests.callbacks.raise_at.RaiseAt`."""
+    args = f'"step": {step}, "where": "{where}"'
+    return f'--trainer.callbacks+={{"class_path": "tests.callbacks.raise_at.RaiseAt", "init_args": {{{args}}}}}'
 
 
 def rows(folder: Path) -> list[tuple[int, bool]]:
@@ -125,6 +137,19 @@ def assert_same_run(actual: Path, expected: Path) -> None:
     torch.testing.assert_close(got["weights"], want["weights"], rtol=0, atol=1e-6)
     torch.testing.assert_close(got["optimizer"], want["optimizer"], rtol=0, atol=1e-6)
     assert sorted(rows(actual)) == sorted(rows(expected))  # every row once (no duplicate, none lost)
+
+
+def assert_identical_run(actual: Path, expected: Path) -> None:
+    """:func:`assert_same_run`, bit for bit: every weight and buffer, and every value of every ``metrics.csv`` row."""
+    assert_same_run(actual, expected)
+    got, want = final_state(actual)["weights"], final_state(expected)["weights"]
+    assert [name for name in want if not torch.equal(got[name], want[name])] == []
+
+    def values(folder: Path) -> list[tuple[tuple[str, str], ...]]:
+        with (folder / RUN / "metrics.csv").open() as file:
+            return sorted(tuple(sorted(row.items())) for row in csv.DictReader(file))
+
+    assert values(actual) == values(expected)
 
 
 def resume_step(folder: Path) -> int | None:

@@ -1,11 +1,13 @@
-"""Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints.
+"""Fault injection: signal x phase x launcher x loader workers, kill -9 at random steps, damaged checkpoints,
+exceptions inside a step (:mod:`tests.callbacks.raise_at`), SLURM's ``SIGUSR1``, signals to ``ranklit test``.
 
 Every case interrupts the tiny quick start (:mod:`tests.callbacks.faults_harness`), checks the exit code and the time
 from the signal to the exit, resumes with ``--resume true`` and compares the end of the resumed run with the
 uninterrupted run of the same launcher and workers (weights, optimiser state, sampler position, ``metrics.csv`` rows
 exactly once). Most cases are marked ``long`` (``RANKLIT_LONG_TESTS=1`` runs them); the default run keeps one kill -9
 (then a truncated newest checkpoint and a refused resume) on one process, and (``tests/training/test_ddp_cli.py``) a
-group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``. With
+group ``SIGTERM`` to a 2-process run, with ``tests/cli/test_resume_cli.py``'s Ctrl-C and ``SIGTERM``, plus an
+exception in a forward pass, the SLURM case and a ``SIGTERM`` to ``ranklit test``. With
 ``RANKLIT_FAULT_TABLE=PATH`` each case appends a row (case, exit code, seconds from signal to exit, step signalled,
 resume step, steps lost) to that Markdown file.
 """
@@ -15,15 +17,22 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.callbacks.faults_harness import (
+    REPOSITORY,
     RUN,
     STEPS_PER_EPOCH,
+    assert_identical_run,
     assert_same_run,
+    cli_args,
     folder_digest,
+    raise_at,
     resume_step,
     rows,
     run,
@@ -189,3 +198,105 @@ def test_refused_resume_leaves_the_run_byte_identical(references, tmp_path: Path
     assert result.returncode == 0, result.stderr[-3000:]
     assert_same_run(tmp_path, references["lightning", 0])
     _record("lightning-w0 refused resume (1 process, mid-epoch)", refused.returncode, None, 3, 3, 0)
+
+
+# (where, step): inside training step 6, or in the validation after step 8 (the last one)
+FAULTS = [
+    pytest.param("forward", 6, id="forward"),
+    *[pytest.param(where, 6, id=where, marks=LONG) for where in ("backward", "optimizer", "batch_start")],
+    pytest.param("validation", 8, id="validation", marks=LONG),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "step"), FAULTS)
+def test_exception_inside_a_step_resumes_from_the_state_before_it(where: str, step: int, references, tmp_path) -> None:
+    """An exception in step 6 (after the forward pass changed the batch-norm statistics, in the backward pass, after
+    the optimiser updated the weights, or in a batch-start callback) or in the epoch-end validation of step 8 writes
+    no checkpoint of the half-done step: the epoch-end ``last.ckpt`` of step 4 stays the resume point, and the
+    resumed run ends bit for bit as the uninterrupted one, ``metrics.csv`` included."""
+    failed = run(tmp_path, "single", 0, raise_at(step, where))
+    assert failed.returncode == 1 and f"injected fault: {where} of step {step}" in failed.stderr, failed.stderr[-3000:]
+    inside = "a validation at global step 8" if where == "validation" else "a training step at global step 5"
+    assert f"inside {inside}: no checkpoint written" in failed.stderr
+    assert not (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").exists()
+    assert resume_step(tmp_path) == STEPS_PER_EPOCH
+    result = run(tmp_path, "single", 0, "--resume=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_identical_run(tmp_path, references["single", 0])
+    lost = step - 1 - STEPS_PER_EPOCH if where != "validation" else step - STEPS_PER_EPOCH
+    _record(f"single-w0 exception in {where} of step {step}", failed.returncode, None, step, STEPS_PER_EPOCH, lost)
+
+
+def _test_command(folder: Path, checkpoint: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
+    """``ranklit test`` of the tiny quick start's ``checkpoint`` in ``folder`` (8 images a batch: several batches)
+    on ``processes`` processes (Lightning's launcher)."""
+    args = ["test", *cli_args(processes, 0)[1:], f"--trainer.devices={processes}", "--data.eval_batch_size=8",
+            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]  # fmt: skip
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")]),
+                        "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
+                          capture_output=True, timeout=300, start_new_session=True)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("processes", "name", "to"),
+    [(1, "SIGTERM", "self"), pytest.param(1, "SIGINT", "self", marks=LONG),
+     pytest.param(2, "SIGTERM", "group", marks=LONG), pytest.param(2, "SIGTERM", "1", marks=LONG)],
+)  # fmt: skip
+def test_signal_to_ranklit_test_claims_no_results(processes: int, name: str, to: str, references, tmp_path) -> None:
+    """``ranklit test`` stopped by a signal in its first batch (to its process, to every process of a 2-process
+    test, to one of them) exits with ``128 + n`` and logs and prints no metrics; the same command run to the end
+    logs them (the uninterrupted evaluation)."""
+    checkpoint = references["single", 0] / RUN / "checkpoints" / "last.ckpt"
+    stopped = _test_command(tmp_path, checkpoint, processes, signal_at(1, name, "test", to))
+    assert stopped.returncode == 128 + getattr(signal, name), stopped.stderr[-3000:]
+    assert "test/map_at_r" not in stopped.stdout and "Traceback" not in stopped.stderr
+    metrics = tmp_path / RUN / "metrics.csv"
+    assert not metrics.exists() or "test/" not in metrics.read_text()
+    finished = _test_command(tmp_path, checkpoint, processes)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "test/map_at_r" in finished.stdout
+    assert "test/map_at_r" in (tmp_path / "runs/quickstart/version_1/metrics.csv").read_text()
+    case = f"ranklit test, {processes} process(es), {name} to {to} in batch 1"
+    _record(case, stopped.returncode, None, "test batch 1", "-", 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("launcher", "reference"), [("single", "single"), pytest.param("srun", "lightning", marks=LONG)]
+)
+def test_slurm_sigusr1_stops_saves_requeues_and_resumes(launcher: str, reference: str, references, tmp_path) -> None:
+    """Under SLURM (its variables faked, one task or a 2-task step of :mod:`tests.callbacks.fake_srun`, a fake
+    ``scontrol`` on ``PATH``) ``SIGUSR1`` during step 3 stops after that batch, saves ``interrupted.ckpt`` in the run
+    folder (no ``hpc_ckpt_*.ckpt``), requeues the job once with ``--requeue true`` and exits 138; a run that was not
+    asked to resume refuses Lightning's ``hpc_ckpt`` (exit 2, nothing written); ``--resume true`` continues from
+    ``interrupted.ckpt``, never the ``hpc_ckpt``, into the uninterrupted run (of Lightning's launcher for 2 tasks)."""
+    bin_folder, log = tmp_path / "bin", tmp_path / "scontrol.log"
+    bin_folder.mkdir()
+    (bin_folder / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (bin_folder / "scontrol").chmod(0o755)
+    slurm = {"SLURM_NTASKS": "1", "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "train", "SLURM_PROCID": "0",
+             "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NODELIST": "localhost",
+             "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    folder = tmp_path / "job"
+    to = "self" if launcher == "single" else "group"
+    stopped = run(folder, launcher, 0, signal_at(3, "SIGUSR1", to=to), "--resume=true", "--requeue=true", env=slurm)
+    assert stopped.returncode == 138, stopped.stderr[-3000:]
+    assert [p.name for p in folder.rglob("*.ckpt")] == ["interrupted.ckpt"] and resume_step(folder) == 3
+    assert log.read_text() == "requeue 4242\n"
+    hpc = torch.load(folder / RUN / "checkpoints" / "interrupted.ckpt", map_location="cpu", weights_only=False)
+    hpc["state_dict"] = {name: value + 1 for name, value in hpc["state_dict"].items()}  # a state unlike any other
+    torch.save(hpc, folder / "hpc_ckpt_1.ckpt")  # what Lightning's own handler (or an older ranklit) left
+    before = folder_digest(folder)
+    for extra, named in (([], "hpc_ckpt_1.ckpt"), (["--requeue=true"], "add `--resume true`")):
+        refused = run(folder, launcher, 0, *extra, env=slurm)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+        assert "error: " in refused.stderr and named in refused.stderr
+        assert folder_digest(folder) == before
+    resumed = run(folder, launcher, 0, "--resume=true", "--requeue=true", env=slurm)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert log.read_text() == "requeue 4242\n"  # a finished run is not requeued
+    (assert_identical_run if launcher == "single" else assert_same_run)(folder, references[reference, 0])
+    _record(f"{launcher}-w0 SLURM SIGUSR1 --requeue true, step 3", stopped.returncode, stopped.signal_to_exit, 3, 3, 0)

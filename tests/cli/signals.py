@@ -3,10 +3,11 @@
 Phases: ``"train"`` (during training step ``step``, 1-based, between its forward and its backward pass: an
 interruption in the middle of a step, as a real Ctrl-C or a scheduler's preemption mostly is), ``"baseline"`` (during
 the first batch of the step-0 baseline validation), ``"validation"`` (during the first batch of the validation that
-follows step ``step``), ``"checkpoint"`` (while a checkpoint of step ``step`` is being assembled) and ``"teardown"``
-(after the last training batch). ``to``: ``"self"`` (this process), ``"group"`` (every process of the run, as a
-scheduler or ``docker stop`` does: the process group, sent by rank 0), or a rank number (that process only). The
-time of the signal is appended to ``stamp`` (a file) when given, to measure the time from signal to exit.
+follows step ``step``), ``"test"`` (during the first batch of ``ranklit test``), ``"checkpoint"`` (while a
+checkpoint of step ``step`` is being assembled) and ``"teardown"`` (after the last training batch). ``to``:
+``"self"`` (this process), ``"group"`` (every process of the run, as a scheduler or ``docker stop`` does: the
+process group, sent by rank 0), or a rank number (that process only). The time of the signal is appended to
+``stamp`` (a file) when given, to measure the time from signal to exit.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ class SignalAt(Callback):
         fitting = trainer.state.fn == "fit"
         due = trainer.global_step == self.step if fitting else True
         if self.phase == ("validation" if fitting else "baseline") and due:
+            self._send(trainer)
+
+    @override
+    def on_test_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        if self.phase == "test":
             self._send(trainer)
 
     @override
