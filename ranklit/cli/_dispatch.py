@@ -52,8 +52,11 @@ RUN_OPTIONS = {
 """The first part of every key (``--KEY``, ``--KEY.sub``, ``--KEY+``) a run command's parser accepts: the top-level
 options of ``ranklit COMMAND --help`` (a test compares them)."""
 
-_TITLES = {"run": "Run a config (`--config FILE`, then `--KEY VALUE` overrides any of its keys)",
-           "data": "Configs and data", "deploy": "Deploy a trained model (`--config` and `--ckpt_path` of its run)"}  # fmt: skip
+_TITLES = {
+    "run": "Run a config (`--config FILE`, then `--KEY VALUE` overrides any of its keys)",
+    "data": "Configs and data",
+    "deploy": "Deploy a trained model (`--config` and `--ckpt_path` of its run)",
+}
 
 
 def overview() -> str:
@@ -66,7 +69,8 @@ def overview() -> str:
     lines = ["usage: ranklit COMMAND [OPTIONS]", "", "Train and evaluate image-retrieval models by optimising ranking "
              "metrics.", "`ranklit COMMAND --help` lists the options of a command."]  # fmt: skip
     for group, title in _TITLES.items():
-        lines += ["", f"{title}:", *(f"  {name:<{width}}  {text}" for name, (g, text) in COMMANDS.items() if g == group)]
+        rows = [f"  {name:<{width}}  {text}" for name, (kind, text) in COMMANDS.items() if kind == group]
+        lines += ["", f"{title}:", *rows]
     return "\n".join([*lines, "", "Start with: ranklit fit --config quickstart.yaml", ""])
 
 
