@@ -57,7 +57,8 @@ def test_startup_benchmark_dry_run_prints_every_fast_row_with_its_ratio() -> Non
     run = subprocess.run([sys.executable, "benchmarks/startup.py", "--dry-run"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    rows = {line.split("|")[1].strip(): line.split("|")[2:4] for line in run.stdout.splitlines() if line.startswith("| ")}
+    cells = [line.split("|") for line in run.stdout.splitlines() if line.startswith("| ")]
+    rows = {cell[1].strip(): cell[2:4] for cell in cells}
     for name in ("import torch", "ranklit --help", "ranklit configs", "parse error (fit --nonsense 1)"):
         seconds, ratio = (float(cell) for cell in rows[name])
         assert seconds > 0 and ratio > 0, name
