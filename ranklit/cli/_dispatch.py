@@ -134,7 +134,7 @@ def answer(args: list[str], training_stack: bool = True) -> bool:
         raise SystemExit(2)
     if first in ("-h", "--help"):
         sys.stdout.write(overview())
-        return True
+        raise SystemExit(0)  # as argparse's --help
     if first.startswith("-"):
         return False  # LightningCLI's options before the command (`ranklit -c CONFIG fit`, `--print_config`)
     if first not in {command.split()[0] for command in COMMANDS}:
