@@ -51,3 +51,15 @@ def test_overhead_benchmark_times_both_loops(tmp_path: Path) -> None:
     assert len(bare) == 2 and all(t > 0 for t in bare)
     embed, metric = overhead.bare_validate()
     assert embed > 0 and metric > 0
+
+
+def test_startup_benchmark_dry_run_prints_every_fast_row_with_its_ratio() -> None:
+    run = subprocess.run([sys.executable, "benchmarks/startup.py", "--dry-run"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    cells = [line.split("|") for line in run.stdout.splitlines() if line.startswith("| ")]
+    rows = {cell[1].strip(): cell[2:4] for cell in cells}
+    for name in ("import torch", "ranklit --help", "ranklit configs", "parse error (fit --nonsense 1)"):
+        seconds, ratio = (float(cell) for cell in rows[name])
+        assert seconds > 0 and ratio > 0, name
+    assert float(rows["import torch"][1]) == 1.0 and "ranklit fit --help" not in rows  # the dry run skips Lightning

@@ -1,5 +1,6 @@
 """The ``ranklit`` command line (everything here is command-line code; nothing else in ranklit imports it).
 
+- :mod:`ranklit.cli._dispatch` — what :func:`main` answers before importing Lightning (help, ``configs``, mistakes).
 - :mod:`ranklit.cli._app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
 - :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
 - :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
@@ -48,6 +49,10 @@ def missing_training_stack() -> list[str]:
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
+    from ranklit.cli._dispatch import answer  # what needs no Lightning is answered first (issue 31: start-up time)
+
+    if answer(sys.argv[1:] if args is None else list(args), training_stack=not missing_training_stack()):
+        return
     if missing := missing_training_stack():
         sys.stderr.write(
             f"error: the `ranklit` command needs the training stack (missing here: {', '.join(missing)}); "

@@ -52,9 +52,8 @@ from ranklit.callbacks._predictions import EmbeddingWriter
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
-from ranklit.cli import _prepare as prepare
 from ranklit.cli import _warning_filters as warning_filters
-from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
+from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
@@ -246,15 +245,7 @@ def command_line(args: list[str]) -> Iterator[None]:
 
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
-    args = sys.argv[1:] if args is None else list(args)
-    if args[:1] == ["configs"]:
-        print_configs()
-        return
-    args = resolve_config_paths(args)
-    if args[:2] == ["data", "prepare"]:  # `ranklit data prepare NAME --root DIR`: ranklit.cli._prepare
-        with user_errors():
-            prepare.main(args[2:])
-        return
+    args = resolve_config_paths(sys.argv[1:] if args is None else list(args))  # configs, data prepare: _dispatch
     if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
         with user_errors():
             check_command_line(args[1:])

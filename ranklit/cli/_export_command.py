@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ranklit.cli._error_surface import missing_config
-from ranklit.deploy import LoadedModel, card_path, export_model, load_model
+if TYPE_CHECKING:  # the commands import ranklit.deploy (torch, Lightning) after parsing: `--help` is immediate
+    from ranklit.deploy import LoadedModel
 
 __all__ = ["CommandParser", "add_model_options", "main", "model_from_options"]
 
@@ -31,6 +32,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel:
     """The network of ``--config`` with the weights of ``--ckpt_path``; no config is a user error naming the run's."""
+    from ranklit.cli._error_surface import missing_config
+    from ranklit.deploy import load_model
+
     if options.config is None:
         raise missing_config(command, options.ckpt_path)
     return load_model(options.config, options.ckpt_path)
@@ -43,6 +47,8 @@ def main(args: list[str]) -> None:
     parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
     parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")
     options = parser.parse_args(args)
+    from ranklit.deploy import card_path, export_model
+
     card = export_model(model_from_options(options, "export"), options.output, options.format)
     output = card["output"]
     sys.stdout.write(

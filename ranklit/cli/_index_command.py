@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from ranklit.cli._export_command import CommandParser, add_model_options, model_from_options
-from ranklit.deploy import add_faiss, build_index, evaluate_recall
 from ranklit.deploy._faiss_backend import BACKENDS
 
 __all__ = ["main"]
@@ -48,6 +47,8 @@ def main(args: list[str]) -> None:
     if options.evaluate and options.backend == "exact":
         _arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
                         "hnsw, pq).")  # fmt: skip
+    from ranklit.deploy import add_faiss, build_index, evaluate_recall  # after parsing: `--help` is immediate
+
     model = model_from_options(options, "index")
     devices = int(options.devices) if options.devices.isdigit() else options.devices
     card = build_index(

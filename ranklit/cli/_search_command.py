@@ -13,15 +13,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ranklit.cli._export_command import CommandParser
-from ranklit.deploy import Hit, Retriever
 from ranklit.deploy._faiss_backend import BACKENDS
-from ranklit.deploy._index import images_dataset
 from ranklit.errors import UserError
-from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, PostProcessStep
+
+if TYPE_CHECKING:  # imported after parsing (the landmark pipeline imports torchmetrics): `--help` is immediate
+    from ranklit.deploy import Hit, Retriever
+    from ranklit.landmarks.postprocess import PostProcessStep
 
 __all__ = ["main"]
 
@@ -49,6 +49,8 @@ def _arguments() -> argparse.ArgumentParser:
 
 
 def _steps(options: argparse.Namespace) -> list[PostProcessStep]:
+    from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening
+
     steps: list[PostProcessStep] = []
     if options.whiten is not None:
         source = None if options.whiten == "index" else options.whiten
@@ -62,6 +64,8 @@ def _steps(options: argparse.Namespace) -> list[PostProcessStep]:
 
 def _queries(query: Path) -> list[str]:
     """An image file, or the images of a folder or CSV file (as ``ranklit index --images`` reads them)."""
+    from ranklit.deploy._index import images_dataset
+
     if query.is_dir() or query.suffix.lower() == ".csv":
         return [str(p) for p in images_dataset(query).paths]  # type: ignore[attr-defined]
     if not query.is_file():
@@ -70,6 +74,8 @@ def _queries(query: Path) -> list[str]:
 
 
 def _draw(retriever: Retriever, queries: list[str], hits: list[list[Hit]], output: Path) -> None:
+    import torch
+
     from ranklit.viz import Retrieved, ranking_grid
 
     k = min(len(h) for h in hits)
@@ -90,6 +96,8 @@ def _draw(retriever: Retriever, queries: list[str], hits: list[list[Hit]], outpu
 def main(args: list[str]) -> None:
     """``ranklit search ...`` (``args`` after ``search``)."""
     options = _arguments().parse_args(args)
+    from ranklit.deploy import Retriever
+
     queries = _queries(options.query)
     retriever = Retriever.from_index(
         options.index, postprocess=_steps(options), backend=options.backend, nprobe=options.nprobe,

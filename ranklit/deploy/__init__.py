@@ -8,13 +8,28 @@
 
 The command line: ``ranklit export``, ``ranklit index``, ``ranklit search`` (docs: the "Deploy" page). onnx,
 onnxruntime and faiss are imported only by the functions that need them (extras ``onnx`` and ``faiss``).
+
+Each name is imported on first use (PEP 562), so that ``ranklit index --help`` and ``ranklit search --help`` do not
+import the landmark pipeline, torchmetrics and Lightning (issue 31: start-up time).
 """
 
-from ranklit.deploy._export import card_path, export_model
-from ranklit.deploy._faiss_index import add_faiss, evaluate_recall
-from ranklit.deploy._index import build_index, read_index_card
-from ranklit.deploy._model import LoadedModel, load_model
-from ranklit.deploy._retriever import Hit, Retriever
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ranklit.deploy._export import card_path, export_model
+    from ranklit.deploy._faiss_index import add_faiss, evaluate_recall
+    from ranklit.deploy._index import build_index, read_index_card
+    from ranklit.deploy._model import LoadedModel, load_model
+    from ranklit.deploy._retriever import Hit, Retriever
+
+_MODULES = {  # name -> the module that defines it
+    "card_path": "_export", "export_model": "_export", "add_faiss": "_faiss_index", "evaluate_recall": "_faiss_index",
+    "build_index": "_index", "read_index_card": "_index", "LoadedModel": "_model", "load_model": "_model",
+    "Hit": "_retriever", "Retriever": "_retriever",
+}  # fmt: skip
 
 __all__ = [
     "Hit",
@@ -28,3 +43,15 @@ __all__ = [
     "load_model",
     "read_index_card",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'ranklit.deploy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ranklit.deploy.{_MODULES[name]}"), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -16,14 +16,16 @@ is ``mean_q |A_k(q) ∩ E_k(q)| / k`` with ``A_k`` its top-k and ``E_k`` the exa
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ranklit.errors import UserError
-from ranklit.landmarks.descriptors import Descriptors
+
+if TYPE_CHECKING:  # the landmark pipeline imports torchmetrics: not for `ranklit index --help`
+    from ranklit.landmarks.descriptors import Descriptors
 
 __all__ = ["BACKENDS", "factory_string", "build_faiss_index", "faiss_search", "recall_at_k"]
 
