@@ -40,11 +40,11 @@ COMMANDS = {  # command -> what it does; the groups of the overview are "run", "
 
 _EVERY_RUN = frozenset({
     "config", "print_config", "seed_everything", "trainer", "model", "data",  # LightningCLI's own
-    "ranking_grid", "baseline_validation", "resume", "checkpoint", "resume_new_rates", "predictions_path",  # RanklitCLI
+    "ranking_grid", "baseline_validation", "resume", "checkpoint", "resume_new_rates", "predictions_path", "requeue",  # RanklitCLI
     "optimizer", "lr_scheduler", "ckpt_path", "weights_only", "help",
 })  # fmt: skip
 RUN_OPTIONS = {
-    "fit": _EVERY_RUN | {"requeue"},
+    "fit": _EVERY_RUN,
     "validate": _EVERY_RUN | {"verbose"},
     "test": _EVERY_RUN | {"verbose"},
     "predict": _EVERY_RUN | {"return_predictions"},
