@@ -40,7 +40,8 @@ COMMANDS = {  # command -> what it does; the groups of the overview are "run", "
 
 _EVERY_RUN = frozenset({
     "config", "print_config", "seed_everything", "trainer", "model", "data",  # LightningCLI's own
-    "ranking_grid", "baseline_validation", "resume", "checkpoint", "resume_new_rates", "predictions_path", "requeue",  # RanklitCLI
+    "ranking_grid", "baseline_validation", "resume", "checkpoint", "resume_new_rates", "predictions_path",  # RanklitCLI
+    "requeue",  # RanklitCLI under SLURM
     "optimizer", "lr_scheduler", "ckpt_path", "weights_only", "help",
 })  # fmt: skip
 RUN_OPTIONS = {
