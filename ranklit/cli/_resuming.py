@@ -1,16 +1,19 @@
 """The command line's side of resuming: which run folder and checkpoint a ``ranklit fit`` continues, and its refusals.
 
 ``--resume true`` (or ``--ckpt_path last``) continues the newest ``version_<n>`` of the logger's ``<save_dir>/<name>``
-that has a resumable checkpoint (or the configured ``version``), from its newest checkpoint that loads
-(:func:`ranklit.cli._runs.latest_checkpoint`; each newer one skipped is named on stderr with the reason). An
-explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder wherever
-it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
+that has a resumable checkpoint (or the configured ``version``), from its most advanced checkpoint that loads
+(:func:`ranklit.cli._runs.latest_checkpoint`, by recorded training progress; each damaged one is named on stderr
+with the reason). When that version has checkpoints but none can be resumed, the resume is refused, naming each
+file and a complete best checkpoint to pass as ``--ckpt_path``; ``--resume or_fresh`` starts a new version instead.
+An explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder
+wherever it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
-A resume is refused, with one line on stderr and exit code 2, when another live process trains the run
-(:mod:`ranklit.callbacks._locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
-continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`); the files of the run are then left as they
-were (:class:`ranklit.cli._runs.RunSnapshot`).
-"""
+The process that will be global rank 0 takes the run's lock (:func:`ranklit.callbacks._locks.acquire`) as soon as
+the folder is known, before anything writes into it. A resume is refused, with one line on stderr and exit code 2,
+when another live process holds that lock (nothing has been written), when a model setting differs from the
+checkpoint's, or when the checkpoint cannot continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`);
+the files of the run are then left as they were (:class:`ranklit.cli._runs.RunSnapshot`, taken once the lock is
+held)."""
 
 from __future__ import annotations
 
