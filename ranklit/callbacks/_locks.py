@@ -115,28 +115,33 @@ def lock_holder(folder: str | Path) -> str | None:
     return _describe(holder)
 
 
-def acquire(folder: str | Path) -> None:
+def acquire(folder: str | Path) -> tuple[bytes, int] | None:
     """Take the lock of the run directory ``folder`` (created if absent) for this process, taking over a stale
-    lock with a line on stderr; raise :class:`RunLocked` naming a live holder. A no-op if this process holds it."""
+    lock with a line on stderr; raise :class:`RunLocked` naming a live holder. A no-op if this process holds it.
+
+    Returns:
+        The contents and modification time (ns) of the stale lock taken over, if any (a refused resume puts it back).
+    """
     folder = Path(folder)
     if folder.resolve() in _held:
-        return
+        return None
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_FILE
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": start_time(os.getpid()),
           "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+    taken_over = None
     for _ in range(100):  # each turn either takes the lock, refuses, or removes a stale one (bounded by races)
         if _create(path, json.dumps(me) + "\n"):
             _held.add(folder.resolve())
-            return
+            return taken_over
         holder = _read(path)
-        if holder is not None and holder["pid"] == me["pid"] and holder.get("started") == me["started"]:
+        if holder is not None and _is_me(holder):
             _held.add(folder.resolve())  # this process's own lock (taken through another spelling of the path)
-            return
+            return None
         reason = "it is damaged" if holder is None else _stale_reason(holder)
         if holder is not None and reason is None:
             raise RunLocked(f"{folder} is being trained by {_describe(holder)}: wait for it or stop it, then resume.")
-        _remove_stale(path, reason or "")
+        taken_over = _remove_stale(path, reason or "") or taken_over
     raise RunLocked(f"{path}: could not take the lock (other processes keep taking it over); try again.")
 
 
@@ -164,8 +169,13 @@ def _create(path: Path, text: str) -> bool:
         temporary.unlink(missing_ok=True)
 
 
-def _remove_stale(path: Path, reason: str) -> None:
-    """Remove the stale lock ``path`` unless another process replaced it meanwhile (serialised by ``_TAKEOVER``)."""
+def _is_me(holder: dict[str, Any]) -> bool:
+    return holder["pid"] == os.getpid() and holder.get("started") == start_time(os.getpid())
+
+
+def _remove_stale(path: Path, reason: str) -> tuple[bytes, int] | None:
+    """Remove the stale lock ``path`` unless another process replaced it meanwhile (serialised by ``_TAKEOVER``);
+    its contents and modification time when removed."""
     guard = path.with_name(_TAKEOVER)
     try:
         os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
@@ -176,14 +186,17 @@ def _remove_stale(path: Path, reason: str) -> None:
         except OSError:
             pass
         time.sleep(0.05)  # another process is taking over: look again
-        return
+        return None
     try:
         holder = _read(path)
         now = "it is damaged" if holder is None else _stale_reason(holder)
-        if path.is_file() and now == reason:  # the lock looked at, not one taken since
-            path.unlink()
-            who = "a damaged lock" if holder is None else _describe(holder)
-            sys.stderr.write(f"Taking over {path} from {who}: {reason}.\n")
+        if not path.is_file() or now != reason:
+            return None  # not the lock looked at: one taken since
+        removed = path.read_bytes(), path.stat().st_mtime_ns
+        path.unlink()
+        who = "a damaged lock" if holder is None else _describe(holder)
+        sys.stderr.write(f"Taking over {path} from {who}: {reason}.\n")
+        return removed
     finally:
         guard.unlink(missing_ok=True)
 
@@ -194,7 +207,7 @@ def release(folder: str | Path) -> None:
     if folder in _held:
         _held.discard(folder)
         holder = _read(folder / LOCK_FILE)
-        if holder is not None and holder["pid"] == os.getpid():
+        if holder is not None and _is_me(holder):
             (folder / LOCK_FILE).unlink(missing_ok=True)
 
 

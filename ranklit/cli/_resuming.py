@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from ranklit.callbacks._locks import RunLocked, acquire, release_all
+from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release_all
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
@@ -144,10 +144,13 @@ def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None
 
     On the process that will be global rank 0, the run's lock is taken first (:func:`ranklit.callbacks._locks.acquire`
     raises :class:`RunLocked` while another process trains it, before anything is written), then the folder is
-    snapshotted, to be put back if the resume is refused later."""
+    snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
     if rank_zero_process():
-        acquire(folder)
-        _snapshots.append(RunSnapshot(folder))
+        stale = acquire(folder)
+        snapshot = RunSnapshot(folder)
+        if stale is not None:  # a refusal puts back the stale lock taken over, as it was
+            snapshot.files[folder / LOCK_FILE] = (stale[0], len(stale[0]), stale[1])
+        _snapshots.append(snapshot)
     if logger is None or not str(getattr(logger, "class_path", "")).endswith(_FOLDER_LOGGERS):
         return
     name = folder.name

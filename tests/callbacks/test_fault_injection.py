@@ -198,7 +198,7 @@ def test_refused_resume_leaves_the_run_byte_identical(references, tmp_path: Path
 
 _PAUSE = '--trainer.callbacks+={"class_path": "tests.callbacks.pause.PauseAtStart", "init_args": {"seconds": 5}}'
 RACES = [
-    pytest.param(2, 0, id="2-launches"),
+    pytest.param(2, 0, id="2-launches", marks=pytest.mark.slow),
     *[pytest.param(n, trial, id=f"{n}-launches-trial{trial}", marks=LONG) for n in (2, 3) for trial in range(1, 6)],
 ]
 
@@ -220,30 +220,32 @@ def test_resumes_launched_together_train_once(launches: int, trial: int, referen
     _record(f"{launches} x --resume true at once (trial {trial})", max(codes), None, 3, 3, 0)
 
 
+@pytest.mark.slow
 def test_copied_folder_with_a_reused_pid_lock_resumes_its_most_advanced_checkpoint(references, tmp_path: Path) -> None:
     """A run folder copied file by file (new modification times, here inverted: the least advanced checkpoint is the
     newest file) whose ``run.lock`` names a live PID (this test's) with another start time, as after a ``kill -9``
     and a PID reused: the lock is taken over with a line, the resume starts from the most advanced checkpoint, and
     the run ends as the uninterrupted one."""
     original, copy = tmp_path / "original", tmp_path / "copy"
-    stopped = run(original, "single", 0, signal_at(8, "SIGTERM"), "--checkpoint.every_n_steps=2")
+    stopped = run(original, "single", 0, signal_at(7, "SIGTERM"), "--checkpoint.every_n_steps=5")
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     shutil.copytree(original / "runs", copy / "runs", copy_function=shutil.copyfile)
     checkpoints = copy / RUN / "checkpoints"
-    by_progress = ["interrupted.ckpt", "last.ckpt", "last-1.ckpt"]  # steps 7 (batch 8 replayed), 6, 4
+    by_progress = ["interrupted.ckpt", "last.ckpt", "last-1.ckpt"]  # steps 6 (batch 7 replayed), 5, 4
     for age, name in enumerate(by_progress):
         os.utime(checkpoints / name, (1_000 + age, 1_000 + age))  # the least advanced is the newest
     lock = f'{{"pid": {os.getpid()}, "host": "{socket.gethostname()}", "started": "1", "since": "x"}}'
     (copy / RUN / "run.lock").write_text(lock)
-    result = run(copy, "single", 0, "--resume=true", "--checkpoint.every_n_steps=2")
+    result = run(copy, "single", 0, "--resume=true", "--checkpoint.every_n_steps=5")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"PID {os.getpid()} now belongs to another process" in result.stderr
     assert f"from {Path('runs/quickstart/version_0/checkpoints/interrupted.ckpt')}" in result.stderr
     assert_same_run(copy, references["single", 0])
-    _record("copied folder, mtimes inverted", result.returncode, None, 8, 7, 0)
-    _record("stale lock, PID reused (other start time)", result.returncode, None, 8, 7, 0)
+    _record("copied folder, mtimes inverted", result.returncode, None, 7, 6, 0)
+    _record("stale lock, PID reused (other start time)", result.returncode, None, 7, 6, 0)
 
 
+@LONG
 def test_every_resumable_checkpoint_damaged(references, tmp_path: Path) -> None:
     """``last*.ckpt`` and ``interrupted.ckpt`` all damaged: ``--resume true`` exits 2 naming each file and why,
     leaving the run byte-identical, without (then with) the complete ``best-*.ckpt`` offered as the fallback;
