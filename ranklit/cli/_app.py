@@ -110,8 +110,8 @@ class RanklitCLI(CheckpointSettingsCLI):
             "--resume",
             type=bool | Literal["or_fresh"],  # ranklit.cli._resuming.OR_FRESH
             default=False,
-            help="Continue the newest run of the logger's save_dir/name from its most advanced checkpoint (start "
-            "fresh, with a note, when there is none; refused when all are damaged: `or_fresh` then starts fresh).",
+            help="Continue the newest run from its most advanced checkpoint (none: start fresh; all damaged: "
+            "refused, `or_fresh` starts fresh).",
         )
         parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
         parser.add_argument(
