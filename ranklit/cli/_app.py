@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -46,16 +46,17 @@ from typing_extensions import override
 from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._evaluation_stops import EvaluationStops
-from ranklit.callbacks._locks import RunLock
+from ranklit.callbacks._locks import RunLock, acquire
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
+from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
-from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
+from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
@@ -108,10 +109,10 @@ class RanklitCLI(CheckpointSettingsCLI):
         )
         parser.add_argument(
             "--resume",
-            type=bool,
+            type=bool | Literal["or_fresh"],  # ranklit.cli._resuming.OR_FRESH
             default=False,
-            help="Continue the newest run of the logger's save_dir/name from its newest checkpoint (start fresh, "
-            "with a note, when there is none).",
+            help="Continue the newest run from its most advanced checkpoint (none: start fresh; all damaged: "
+            "refused, `or_fresh` starts fresh).",
         )
         parser.add_class_arguments(RunCheckpoint, "checkpoint", skip={"dirpath"}, instantiate=False)
         add_requeue_argument(parser)
@@ -133,6 +134,9 @@ class RanklitCLI(CheckpointSettingsCLI):
     @override
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
+        if dropped := drop_checkpoint_callbacks(config.trainer):  # ranklit.cli._checkpointing_off
+            sys.stderr.write(f"--trainer.enable_checkpointing false: left out {', '.join(dropped)}; this run writes "
+                             "no checkpoint.\n")  # fmt: skip
         for name, key in _MOVED.items():
             if config.get(name) is not None:
                 self.parser.error(
@@ -185,6 +189,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
+        if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
+            acquire(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         callbacks.append(RunLock(folder))
         if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())

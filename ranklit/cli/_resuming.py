@@ -1,16 +1,19 @@
 """The command line's side of resuming: which run folder and checkpoint a ``ranklit fit`` continues, and its refusals.
 
 ``--resume true`` (or ``--ckpt_path last``) continues the newest ``version_<n>`` of the logger's ``<save_dir>/<name>``
-that has a resumable checkpoint (or the configured ``version``), from its newest checkpoint that loads
-(:func:`ranklit.cli._runs.latest_checkpoint`; each newer one skipped is named on stderr with the reason). An
-explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder wherever
-it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
+that has a resumable checkpoint (or the configured ``version``), from its most advanced checkpoint that loads
+(:func:`ranklit.cli._runs.latest_checkpoint`, by recorded training progress; each damaged one is named on stderr
+with the reason). When that version has checkpoints but none can be resumed, the resume is refused, naming each
+file and a complete best checkpoint to pass as ``--ckpt_path``; ``--resume or_fresh`` starts a new version instead.
+An explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder
+wherever it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
-A resume is refused, with one line on stderr and exit code 2, when another live process trains the run
-(:mod:`ranklit.callbacks._locks`), when a model setting differs from the checkpoint's, or when the checkpoint cannot
-continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`); the files of the run are then left as they
-were (:class:`ranklit.cli._runs.RunSnapshot`).
-"""
+The process that will be global rank 0 takes the run's lock (:func:`ranklit.callbacks._locks.acquire`) as soon as
+the folder is known, before anything writes into it. A resume is refused, with one line on stderr and exit code 2,
+when another live process holds that lock (nothing has been written), when a model setting differs from the
+checkpoint's, or when the checkpoint cannot continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`);
+the files of the run are then left as they were (:class:`ranklit.cli._runs.RunSnapshot`, taken once the lock is
+held)."""
 
 from __future__ import annotations
 
@@ -25,12 +28,15 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from ranklit.callbacks._locks import RunLocked, lock_holder
+from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release_all
 from ranklit.callbacks._resume import ResumeRefused
-from ranklit.cli._runs import RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
+from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
 
-__all__ = ["ResumeRequest", "find_resume", "refusals_and_stops"]
+__all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops"]
+
+#: ``--resume or_fresh``: resume as ``--resume true``, or start a new run when no checkpoint can be resumed.
+OR_FRESH = "or_fresh"
 
 _FOLDER_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # loggers whose run folder is save_dir/name/version
 _snapshots: list[RunSnapshot] = []  # the run folder of this process's resume, to restore on a refusal
@@ -44,7 +50,7 @@ class ResumeRequest:
     point: ResumePoint = field(default_factory=ResumePoint)
 
 
-def _rank_zero_process() -> bool:
+def rank_zero_process() -> bool:
     """Whether this process is (or will be) global rank 0: the one that writes the run's files."""
     node = int(os.environ.get("NODE_RANK", os.environ.get("GROUP_RANK", "0")))
     return getattr(rank_zero_only, "rank", 0) == 0 and node == 0
@@ -86,9 +92,15 @@ def find_resume(config: Any) -> ResumeRequest | None:
             point = latest_checkpoint(folder / "checkpoints")
             for line in point.skipped:
                 sys.stderr.write(f"Skipping {line}.\n")
-            if point.path is not None:
+            if point.path is not None or point.skipped:  # a run with resumable checkpoints, or damaged ones only
                 request = ResumeRequest(folder, point)
                 break
+        if request.folder is not None and request.point.path is None:
+            if config.get("resume") != OR_FRESH or config.get("ckpt_path") == "last":
+                raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point))
+            sys.stderr.write(f"--resume {OR_FRESH}: no checkpoint of {request.folder} can be resumed (kept as they "
+                             "are); starting a fresh run.\n")  # fmt: skip
+            return None
         if request.folder is None:
             where = f"{experiment}/version_*/checkpoints" if version is None else f"{experiment}/{version}/checkpoints"
             if config.get("ckpt_path") == "last":
@@ -112,12 +124,33 @@ def find_resume(config: Any) -> ResumeRequest | None:
     return request
 
 
+def _nothing_resumable(folder: Path, point: ResumePoint) -> str:
+    """The refusal of a resume whose run has checkpoints, none resumable: each file and why, and the ways on."""
+    best = latest_checkpoint(folder, BEST)
+    fallback = (
+        f"`--ckpt_path {best.path}` continues the run from its best checkpoint (epoch {best.checkpoint['epoch']}, "
+        f"step {best.checkpoint['global_step']}, a full training state); "
+        if best.path is not None
+        else ""
+    )
+    return (
+        f"--resume: no checkpoint of {folder} can be resumed: {'; '.join(point.skipped)}. {fallback}"
+        f"`--resume {OR_FRESH}` starts a new run instead (these files are kept)."
+    )
+
+
 def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
-    """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved)."""
-    if _rank_zero_process() and (holder := lock_holder(folder)):
-        raise RunLocked(f"{folder} is being trained by {holder}: wait for it or stop it, then resume.")
-    if _rank_zero_process():
-        _snapshots.append(RunSnapshot(folder))
+    """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved).
+
+    On the process that will be global rank 0, the run's lock is taken first (:func:`ranklit.callbacks._locks.acquire`
+    raises :class:`RunLocked` while another process trains it, before anything is written), then the folder is
+    snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
+    if rank_zero_process():
+        stale = acquire(folder)
+        snapshot = RunSnapshot(folder)
+        if stale is not None:  # a refusal puts back the stale lock taken over, as it was
+            snapshot.files[folder / LOCK_FILE] = (stale[0], len(stale[0]), stale[1])
+        _snapshots.append(snapshot)
     if logger is None or not str(getattr(logger, "class_path", "")).endswith(_FOLDER_LOGGERS):
         return
     name = folder.name
@@ -130,7 +163,9 @@ def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None
 @contextmanager
 def refusals_and_stops() -> Iterator[None]:
     """Exit with ``128 + n`` after a stop by signal ``n`` (Lightning ends it with code 0, or 1 after a second
-    Ctrl-C), and turn a refused resume into one line on stderr and exit code 2, with the run's files put back."""
+    Ctrl-C), and turn a refused resume into one line on stderr and exit code 2, with the run's files put back (only
+    those of a run whose lock this process holds: a process refused by the lock has written nothing). The run locks
+    of this process are released on every way out."""
     try:
         yield
     except SystemExit as stop:
@@ -142,3 +177,6 @@ def refusals_and_stops() -> Iterator[None]:
             snapshot.restore()
         sys.stderr.write(f"error: {refusal}\n")
         raise SystemExit(2) from None
+    finally:
+        _snapshots.clear()
+        release_all()

@@ -2,8 +2,8 @@
 
 A run lives in ``<save_dir>/<name>/version_<n>/`` (its logs, ``config.yaml`` and ``checkpoints/``). Resuming it means
 finding the newest version that has a resumable checkpoint (``ranklit test``/``predict`` create versions without
-any), its newest checkpoint that loads and is complete (``last.ckpt`` and its rotated predecessors ``last-<n>.ckpt``
-of :class:`ranklit.callbacks.RunCheckpoint`, the interruption checkpoint ``interrupted.ckpt`` of
+any), its most advanced checkpoint that loads and is complete (``last.ckpt`` and its rotated predecessors
+``last-<n>.ckpt`` of :class:`ranklit.callbacks.RunCheckpoint`, the interruption checkpoint ``interrupted.ckpt`` of
 :class:`ranklit.callbacks.FaultTolerance`), and continuing to log into the same version, without the rows logged
 after that checkpoint.
 """
@@ -25,6 +25,7 @@ from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 __all__ = [
+    "BEST",
     "RESUMABLE",
     "ResumePoint",
     "RunConfigSaver",
@@ -35,10 +36,14 @@ __all__ = [
     "logged_steps",
     "run_directory",
     "run_versions",
+    "training_progress",
 ]
 
-#: The checkpoints a run is resumed from, in its ``checkpoints/`` folder (the newest that loads wins).
+#: The checkpoints a run is resumed from, in its ``checkpoints/`` folder (the most advanced that loads wins).
 RESUMABLE = ("last.ckpt", "last-*.ckpt", "interrupted.ckpt")
+#: The best checkpoints of a ``ModelCheckpoint`` (the shipped configs' ``filename: best-{epoch}-{step}``): offered
+#: when none of :data:`RESUMABLE` can be resumed.
+BEST = ("best*.ckpt",)
 _COMPLETE = ("state_dict", "optimizer_states", "loops", "callbacks")  # what a resumable checkpoint holds
 
 
@@ -66,24 +71,51 @@ class ResumePoint:
     skipped: list[str] = field(default_factory=list)
 
 
-def latest_checkpoint(folder: str | Path) -> ResumePoint:
-    """The newest (by modification time) of the :data:`RESUMABLE` checkpoints in ``folder`` that loads and holds a
-    complete training state; the newer ones that do not (truncated, empty, weights only) are skipped, with the reason.
+def training_progress(checkpoint: dict[str, Any]) -> tuple[int, int, int]:
+    """How far the training of a checkpoint went: its epoch, global (optimiser) step and position in the epoch
+    (batches trained, as :class:`ranklit.callbacks.ResumableTraining` recorded it; Lightning's count without it).
 
     Example:
-        >>> import os, tempfile
+        >>> state = {"ResumableTraining": {"batches_trained": 2}}
+        >>> training_progress({"epoch": 1, "global_step": 6, "callbacks": state})
+        (1, 6, 2)
+    """
+    state = checkpoint.get("callbacks", {}).get("ResumableTraining") or {}
+    batches = state.get("batches_trained")
+    if batches is None:
+        loop = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_loop.batch_progress", {})
+        batches = loop.get("current", {}).get("completed", 0)
+    return int(checkpoint.get("epoch", 0)), int(checkpoint.get("global_step", 0)), int(batches)
+
+
+def _name_order(path: Path) -> tuple[int, int, str]:
+    """Ties and listings: ``last.ckpt``, ``interrupted.ckpt``, then ``last-1.ckpt``, ``last-2.ckpt``, …"""
+    if path.name in ("last.ckpt", "interrupted.ckpt"):
+        return (0 if path.name == "last.ckpt" else 1), 0, path.name
+    age = path.stem.rpartition("-")[2]
+    return 2, int(age) if age.isdigit() else 0, path.name
+
+
+def latest_checkpoint(folder: str | Path, patterns: tuple[str, ...] = RESUMABLE) -> ResumePoint:
+    """The most advanced (by :func:`training_progress`, never by file times: a copied run folder has new ones) of
+    the checkpoints of ``folder`` matching ``patterns`` (:data:`RESUMABLE`) that loads and holds a complete training
+    state; each one that does not (truncated, empty, weights only) is named in ``skipped``, with the reason. Every
+    candidate is loaded (a few files).
+
+    Example:
+        >>> import tempfile
         >>> folder = Path(tempfile.mkdtemp())
-        >>> torch.save({k: {} for k in _COMPLETE}, folder / "last-1.ckpt")
+        >>> torch.save({k: {} for k in _COMPLETE} | {"epoch": 1, "global_step": 8}, folder / "last-1.ckpt")
+        >>> torch.save({k: {} for k in _COMPLETE} | {"epoch": 0, "global_step": 4}, folder / "last-2.ckpt")
         >>> (folder / "last.ckpt").write_bytes(b"PK")  # a truncated write
         2
-        >>> os.utime(folder / "last-1.ckpt", (1, 1))
         >>> point = latest_checkpoint(folder)
         >>> point.path.name, len(point.skipped)
         ('last-1.ckpt', 1)
     """
-    candidates = {p for pattern in RESUMABLE for p in Path(folder).glob(pattern) if p.is_file()}
-    point = ResumePoint()
-    for path in sorted(candidates, key=lambda p: p.stat().st_mtime, reverse=True):
+    candidates = sorted({p for pattern in patterns for p in Path(folder).glob(pattern) if p.is_file()}, key=_name_order)
+    point, loaded = ResumePoint(), []
+    for path in candidates:
         try:
             checkpoint = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # any failure to load means "not this one"
@@ -94,8 +126,9 @@ def latest_checkpoint(folder: str | Path) -> ResumePoint:
         if missing:
             point.skipped.append(f"{path}: incomplete (no {', '.join(missing)})")
             continue
-        point.path, point.checkpoint = path, checkpoint
-        break
+        loaded.append((training_progress(checkpoint), -candidates.index(path), path, checkpoint))
+    if loaded:
+        *_, point.path, point.checkpoint = max(loaded, key=lambda entry: entry[:2])
     return point
 
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -58,7 +61,7 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int]
     return _Lazy()
 
 
-def _record(case: str, code: int, seconds: float | None, step: int | str, resumed: int | None, lost: int) -> None:
+def _record(case: str, code: int | str, seconds: float | None, step: int | str, resumed: int | None, lost: int) -> None:
     table = os.environ.get("RANKLIT_FAULT_TABLE")
     if not table:
         return
@@ -300,3 +303,92 @@ def test_slurm_sigusr1_stops_saves_requeues_and_resumes(launcher: str, reference
     assert log.read_text() == "requeue 4242\n"  # a finished run is not requeued
     (assert_identical_run if launcher == "single" else assert_same_run)(folder, references[reference, 0])
     _record(f"{launcher}-w0 SLURM SIGUSR1 --requeue true, step 3", stopped.returncode, stopped.signal_to_exit, 3, 3, 0)
+
+
+# --- issue 30 (part A): launches racing for one run, copied folders, stale locks, every checkpoint damaged ----------
+
+_PAUSE = '--trainer.callbacks+={"class_path": "tests.callbacks.pause.PauseAtStart", "init_args": {"seconds": 5}}'
+RACES = [
+    pytest.param(2, 0, id="2-launches", marks=pytest.mark.slow),
+    *[pytest.param(n, trial, id=f"{n}-launches-trial{trial}", marks=LONG) for n in (2, 3) for trial in range(1, 6)],
+]
+
+
+@pytest.mark.parametrize(("launches", "trial"), RACES)
+def test_resumes_launched_together_train_once(launches: int, trial: int, references, tmp_path: Path) -> None:
+    """Done-when 1: ``launches`` ``--resume true`` of one stopped run, started in the same instant: exactly one
+    trains (the others exit 2 on the lock, before writing anything), and the run ends as the uninterrupted one."""
+    stopped = run(tmp_path, "single", 0, signal_at(3, "SIGTERM"))
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    with ThreadPoolExecutor(launches) as pool:  # each thread starts its command at once and waits for it
+        results = list(pool.map(lambda _: run(tmp_path, "single", 0, "--resume=true", _PAUSE), range(launches)))
+    codes = sorted(r.returncode for r in results)
+    assert codes == [0] + [2] * (launches - 1), [r.stderr[-2000:] for r in results]
+    for refused in (r for r in results if r.returncode == 2):
+        assert "is being trained by process" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / RUN / "run.lock").exists() and not list((tmp_path / RUN).glob(".run.lock*"))
+    assert_same_run(tmp_path, references["single", 0])  # weights, optimiser, sampler, every row exactly once
+    _record(f"{launches} x --resume true at once (trial {trial})", "/".join(map(str, codes)), None, 3, 3, 0)
+
+
+@pytest.mark.slow
+def test_copied_folder_with_a_reused_pid_lock_resumes_its_most_advanced_checkpoint(references, tmp_path: Path) -> None:
+    """A run folder copied file by file (new modification times, here inverted: the least advanced checkpoint is the
+    newest file) whose ``run.lock`` names a live PID (this test's) with another start time, as after a ``kill -9``
+    and a PID reused: the lock is taken over with a line, the resume starts from the most advanced checkpoint, and
+    the run ends as the uninterrupted one."""
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    stopped = run(original, "single", 0, signal_at(7, "SIGTERM"), "--checkpoint.every_n_steps=5")
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    shutil.copytree(original / "runs", copy / "runs", copy_function=shutil.copyfile)
+    checkpoints = copy / RUN / "checkpoints"
+    by_progress = ["interrupted.ckpt", "last.ckpt", "last-1.ckpt"]  # steps 6 (batch 7 replayed), 5, 4
+    for age, name in enumerate(by_progress):
+        os.utime(checkpoints / name, (1_000 + age, 1_000 + age))  # the least advanced is the newest
+    lock = f'{{"pid": {os.getpid()}, "host": "{socket.gethostname()}", "started": "1", "since": "x"}}'
+    (copy / RUN / "run.lock").write_text(lock)
+    result = run(copy, "single", 0, "--resume=true", "--checkpoint.every_n_steps=5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"PID {os.getpid()} now belongs to another process" in result.stderr
+    assert f"from {Path('runs/quickstart/version_0/checkpoints/interrupted.ckpt')}" in result.stderr
+    assert_same_run(copy, references["single", 0])
+    _record("copied folder, mtimes inverted", result.returncode, None, 7, 6, 0)
+    _record("stale lock, PID reused (other start time)", result.returncode, None, 7, 6, 0)
+
+
+@LONG
+def test_every_resumable_checkpoint_damaged(references, tmp_path: Path) -> None:
+    """``last*.ckpt`` and ``interrupted.ckpt`` all damaged: ``--resume true`` exits 2 naming each file and why,
+    leaving the run byte-identical, without (then with) the complete ``best-*.ckpt`` offered as the fallback;
+    ``--resume or_fresh`` starts a new version; ``--ckpt_path`` of the best continues the run to its end."""
+    stopped = run(tmp_path, "single", 0, signal_at(6, "SIGTERM"))
+    assert stopped.returncode == 143, stopped.stderr[-3000:]
+    checkpoints = tmp_path / RUN / "checkpoints"
+    (checkpoints / "last.ckpt").write_bytes((checkpoints / "last.ckpt").read_bytes()[:1000])
+    (checkpoints / "interrupted.ckpt").write_bytes(b"")
+    (best,) = checkpoints.glob("best-*.ckpt")
+    aside = tmp_path / best.name
+    best.rename(aside)
+    before = folder_digest(tmp_path / "runs")
+    refused = run(tmp_path, "single", 0, "--resume=true")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    for name in ("last.ckpt", "interrupted.ckpt"):
+        assert f"{Path('runs/quickstart/version_0/checkpoints') / name}: does not load" in refused.stderr
+    assert "--resume or_fresh" in refused.stderr and "best" not in refused.stderr
+    assert folder_digest(tmp_path / "runs") == before
+    aside.rename(best)
+    before = folder_digest(tmp_path / "runs")
+    refused = run(tmp_path, "single", 0, "--resume=true")
+    assert refused.returncode == 2 and f"--ckpt_path {best.relative_to(tmp_path)}`" in refused.stderr
+    assert folder_digest(tmp_path / "runs") == before
+    fresh = run(tmp_path, "single", 0, "--resume=or_fresh", "--trainer.max_steps=1")
+    assert fresh.returncode == 0 and "starting a fresh run" in fresh.stderr, fresh.stderr[-3000:]
+    assert (tmp_path / "runs/quickstart/version_1/metrics.csv").is_file()
+    assert folder_digest(tmp_path / "runs/quickstart/version_0") == {
+        k.removeprefix("quickstart/version_0/"): v for k, v in before.items() if "version_0" in k
+    }
+    result = run(tmp_path, "single", 0, f"--ckpt_path={best.relative_to(tmp_path)}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_run(tmp_path, references["single", 0])
+    _record("every resumable checkpoint damaged, no best", 2, None, 6, "-", 0)
+    _record("every resumable checkpoint damaged, best offered, resumed from it", result.returncode, None, 6, 4, 1)

@@ -130,10 +130,12 @@ def test_config_runs_one_step_on_its_dataset_format(config: Path, tmp_path: Path
         root.mkdir()
         FIXTURES[name](root, data)
         dataset_args = [f"--data.root={root}"]
-    args = ["fit", "--config", str(config), *_tiny(model), *dataset_args]
+    # `enable_checkpointing false` (a fast_dev_run saves nothing anyway): accepted beside the config's ModelCheckpoint
+    args = ["fit", "--config", str(config), *_tiny(model), *dataset_args, "--trainer.enable_checkpointing=false"]
     monkeypatch.setattr(sys, "argv", ["ranklit", *args])
     cli = RanklitCLI(RetrievalModule, RetrievalDataModule, save_config_kwargs={"overwrite": True})
     assert cli.trainer.global_step == 1
+    assert not cli.trainer.checkpoint_callbacks and not list(tmp_path.rglob("*.ckpt"))
     for callback in raw["trainer"].get("callbacks", []):  # the monitored metric is one the validation logs
         if callback["class_path"].endswith("ModelCheckpoint"):
             assert callback["init_args"]["monitor"] in cli.trainer.callback_metrics

@@ -1,0 +1,74 @@
+"""The run lock (``ranklit.callbacks._locks``): exclusive under a race, a reused PID recognised as stale, a refused
+process changing nothing. The commands racing for a run: ``tests/callbacks/test_fault_injection.py``."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release, start_time
+
+
+def _contend(folder: str, start: float, results: multiprocessing.Queue) -> None:
+    time.sleep(max(0.0, start - time.time()))  # every process tries at the same instant
+    try:
+        acquire(folder)
+    except RunLocked:
+        results.put("refused")
+        return
+    results.put("held")
+    time.sleep(1.0)  # hold it while the others try
+    release(folder)
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["free", "stale-lock"])
+def test_exactly_one_of_eight_processes_takes_the_lock(stale: bool, tmp_path: Path) -> None:
+    if stale:  # a lock of a process that is gone: all eight try to take it over at once
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        holder = {"pid": int(dead.stdout), "host": socket.gethostname(), "started": "1", "since": "x"}
+        (tmp_path / LOCK_FILE).write_text(json.dumps(holder))
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    start = time.time() + 1.0
+    processes = [context.Process(target=_contend, args=(str(tmp_path), start, results)) for _ in range(8)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(30)
+    outcomes = sorted(results.get(timeout=5) for _ in processes)
+    assert outcomes == ["held"] + ["refused"] * 7
+    assert not (tmp_path / LOCK_FILE).exists()  # released by its holder
+    assert [p.name for p in tmp_path.iterdir()] == []  # no temporary or take-over file left
+
+
+def test_a_reused_pid_is_stale_and_a_live_holder_refuses_without_a_change(tmp_path: Path, capfd) -> None:
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": "x"}
+    (tmp_path / LOCK_FILE).write_text(json.dumps(me | {"started": "1"}))  # this PID, started at another time
+    acquire(tmp_path)
+    assert f"PID {os.getpid()} now belongs to another process" in capfd.readouterr().err
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["started"] == start_time(os.getpid())
+    release(tmp_path)
+    assert not (tmp_path / LOCK_FILE).exists()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for _ in range(100):  # /proc/<pid>/stat is there as soon as the process is
+            if start_time(holder.pid) is not None:
+                break
+        live = {"pid": holder.pid, "host": socket.gethostname(), "started": start_time(holder.pid), "since": "x"}
+        (tmp_path / LOCK_FILE).write_text(json.dumps(live))
+        before = (tmp_path / LOCK_FILE).read_bytes(), (tmp_path / LOCK_FILE).stat().st_mtime_ns
+        with pytest.raises(RunLocked, match=f"is being trained by process {holder.pid}"):
+            acquire(tmp_path)
+        assert ((tmp_path / LOCK_FILE).read_bytes(), (tmp_path / LOCK_FILE).stat().st_mtime_ns) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == [LOCK_FILE]
+    finally:
+        holder.kill()
+        holder.wait()
