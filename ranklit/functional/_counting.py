@@ -106,8 +106,12 @@ def items_at_least(scores: Tensor, bound: Tensor) -> tuple[Tensor, Tensor]:
     >>> where.tolist(), values.tolist()
     ([[0, 0], [1, 0], [1, 1]], [0.8999999761581421, 0.20000000298023224, 0.699999988079071])
     """
-    where = torch.nonzero(torch.ge(scores, bound))
-    return where, scores[where[:, 0], where[:, 1]]
+    if not scores.is_contiguous():
+        where = torch.nonzero(torch.ge(scores, bound))
+        return where, scores[where[:, 0], where[:, 1]]
+    flat = torch.nonzero(torch.ge(scores, bound).view(-1)).squeeze(1)  # cheaper than [M, 2] indices, a 2-d gather
+    rows = torch.div(flat, max(scores.shape[1], 1), rounding_mode="floor")
+    return torch.stack((rows, flat - rows * scores.shape[1]), 1), scores.view(-1).index_select(0, flat)
 
 
 def counts_from_items(rows: Tensor, values: Tensor, thresholds: Tensor) -> Tensor:
