@@ -114,8 +114,8 @@ def _pml(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None
             hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]
             return {k: float(hits[:, :k].any(1).float().mean()) for k in (1, 2, 4, 8)}
 
-        def requires_knn(self):  # noqa: ANN201
-            return super().requires_knn() + ["recall_at_k"]
+        def requires_knn(self):
+            return [*super().requires_knn(), "recall_at_k"]
 
     calculator = WithRecall(
         include=("mean_average_precision_at_r", "precision_at_1", "recall_at_k"),
