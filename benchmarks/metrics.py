@@ -31,6 +31,7 @@ most 0.6x the 1-process one, with identical values::
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing as mp
 import os
 import statistics
@@ -113,8 +114,8 @@ def _pml(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None
             hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]
             return {k: float(hits[:, :k].any(1).float().mean()) for k in (1, 2, 4, 8)}
 
-        def requires_knn(self):  # noqa: ANN201
-            return super().requires_knn() + ["recall_at_k"]
+        def requires_knn(self):
+            return [*super().requires_knn(), "recall_at_k"]
 
     calculator = WithRecall(
         include=("mean_average_precision_at_r", "precision_at_1", "recall_at_k"),
@@ -312,6 +313,11 @@ def main() -> None:
         help="query/gallery evaluation: this fraction of the items are the queries, the rest the gallery "
         "(default: every item ranks all the others)",
     )
+    parser.add_argument(
+        "--queries", type=int, nargs="+", default=[0], metavar="Q",
+        help="for each Q > 0 also time a query/gallery evaluation: Q more items (same distribution) query a gallery "
+        "of the N items; 0 = the N items rank each other (default: 0 only)",
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
     parser.add_argument("--ties", choices=("pessimistic", "average", "optimistic"), default="pessimistic",
                         help="ranklit's tie policy")  # fmt: skip
@@ -330,29 +336,30 @@ def main() -> None:
     print(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, load average {load}")
     print("| N | d | labels | method | median time (s) | × product | peak memory (MiB) | values |")
     print("|---|---|---|---|---|---|---|---|")
-    for n in args.sizes:
-        for label_kind in args.labels:
-            config = dict(
-                n=n, dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
-                noise=args.noise, threads=args.threads,
-                num_queries=None if args.query_fraction is None else max(1, round(args.query_fraction * n)),
+    for n, extra, label_kind in itertools.product(args.sizes, args.queries, args.labels):
+        if extra > 0:  # `extra` queries against a gallery of `n`
+            config = dict(n=n + extra, num_queries=extra)
+        else:
+            fraction = args.query_fraction
+            config = dict(n=n, num_queries=None if fraction is None else max(1, round(fraction * n)))
+        config.update(dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
+                      noise=args.noise, threads=args.threads)  # fmt: skip
+        if config["num_queries"] is not None:
+            label_kind = f"{label_kind}, {config['num_queries']} queries vs {config['n'] - config['num_queries']}"
+        floor = None
+        for method in args.methods:
+            result = run(method, config, args.repeats, args.timeout)
+            if isinstance(result, str):
+                print(f"| {n} | {args.dim} | {label_kind} | {method} | {result} | | | |", flush=True)
+                continue
+            seconds, peak, values = result
+            floor = seconds if method == "product" else floor
+            ratio = f"{seconds / floor:.2f}" if floor else ""
+            shown = ", ".join(
+                f"{k} {v:.6f}" for k, v in values.items() if not k.startswith("num_") and "level" not in k
             )
-            if config["num_queries"] is not None:
-                label_kind = f"{label_kind}, {config['num_queries']} queries vs {n - config['num_queries']}"
-            floor = None
-            for method in args.methods:
-                result = run(method, config, args.repeats, args.timeout)
-                if isinstance(result, str):
-                    print(f"| {n} | {args.dim} | {label_kind} | {method} | {result} | | | |", flush=True)
-                    continue
-                seconds, peak, values = result
-                floor = seconds if method == "product" else floor
-                ratio = f"{seconds / floor:.2f}" if floor else ""
-                shown = ", ".join(
-                    f"{k} {v:.6f}" for k, v in values.items() if not k.startswith("num_") and "level" not in k
-                )
-                row = f"{n} | {args.dim} | {label_kind} | {method} | {seconds:.3f} | {ratio} | {peak / 2**20:.0f}"
-                print(f"| {row} | {shown} |", flush=True)
+            row = f"{n} | {args.dim} | {label_kind} | {method} | {seconds:.3f} | {ratio} | {peak / 2**20:.0f}"
+            print(f"| {row} | {shown} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ pessimistic ranks. :func:`count_at_least` picks the cheapest of three exact ways
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -19,14 +18,16 @@ __all__ = ["count_at_least", "counts_from_items", "items_at_least", "lowest_thre
 def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = False) -> Tensor:
     """``#{j : scores[c, j] >= thresholds[c, i]}`` for each row ``c`` and threshold ``i``, without sorting the rows.
 
-    Three exact ways, picked by their estimated cost (the counts never depend on the choice; tested):
+    Four exact ways, picked by their estimated cost and the device (the counts never depend on the choice; tested):
 
     * on CPU, when few items clear a row's lowest threshold (the usual case: embeddings put the positives near the
       top), one comparison pass finds those items and each is placed among its row's thresholds
       (``O(C N + M P)`` for ``M`` such items; :func:`items_at_least`, :func:`counts_from_items`);
     * else, with few thresholds (``P <= 64``), one vectorised comparison pass over the row per threshold
       (``O(C N P)``; always on GPU);
-    * else a binary search of every item among the thresholds and a histogram (``O(C N log P)``).
+    * else, on CPU, a histogram of score bins, exact comparisons only for the items sharing a bin with a threshold
+      (``O(C N)``; :func:`~ranklit.functional._binned_counts.count_at_least_by_bins`);
+    * else (GPU) a binary search of every item among the thresholds and a histogram (``O(C N log P)``).
 
     Args:
         scores: ``[C, N]`` scores, or ``[N, C]`` (one query per column) when ``transposed``.
@@ -49,14 +50,20 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
         return counts
     if thresholds.shape[1] <= _MAX_PASSES:
         return _count_at_least_by_passes(scores, thresholds, transposed)
-    return _count_at_least_by_search(scores.T.contiguous() if transposed else scores, thresholds)
+    rows = scores.T.contiguous() if transposed else scores
+    if scores.is_cuda:
+        return _count_at_least_by_search(rows, thresholds)
+    from ranklit.functional._binned_counts import count_at_least_by_bins  # it uses this module's helpers
+
+    return count_at_least_by_bins(rows, thresholds)
 
 
 _MAX_PASSES = 64
 # Costs on CPU in units of one comparison pass over an item (measured on 1024 x 1024 tiles, torch 2.14, one thread):
 # finding the items that clear a bound costs about 4.5 per item of the tile; placing one found item among W thresholds
-# about 5 + 4 W; counting by binary search (W > 64) about 40 + 8 log2(W) per item of the tile.
+# about 5 + 4 W; counting by score bins (W > 64) about 25 per item of the tile (binary search: 40 + 8 log2(W)).
 _FIND_COST, _PLACE_BASE, _PLACE_PER_THRESHOLD = 4.5, 5.0, 4.0
+_BINNED_COST = 25.0
 _SAMPLE_STEP = 8  # the share of items that clear the bound is estimated on every 8th row
 _BLOCK_ELEMENTS = 2**22  # rows of a query chunk are searched in blocks of about 4 M scores (bounded memory)
 _PLACE_ELEMENTS = 2**20  # found items are placed in groups of about 1 M (item, threshold) pairs
@@ -84,7 +91,7 @@ def worth_finding(scores: Tensor, bound: Tensor, widths: Sequence[int]) -> bool:
     >>> worth_finding(scores, torch.full((8, 1), 62.0), [8]), worth_finding(scores, torch.zeros(8, 1), [8])
     (True, False)
     """
-    counting = sum(float(w) if w <= _MAX_PASSES else 40.0 + 8.0 * math.log2(w) for w in widths)
+    counting = sum(float(w) if w <= _MAX_PASSES else _BINNED_COST for w in widths)
     if scores.is_cuda or counting <= _FIND_COST:
         return False
     sample = scores[::_SAMPLE_STEP], bound[::_SAMPLE_STEP] if bound.shape[0] > 1 else bound
@@ -99,8 +106,12 @@ def items_at_least(scores: Tensor, bound: Tensor) -> tuple[Tensor, Tensor]:
     >>> where.tolist(), values.tolist()
     ([[0, 0], [1, 0], [1, 1]], [0.8999999761581421, 0.20000000298023224, 0.699999988079071])
     """
-    where = torch.nonzero(torch.ge(scores, bound))
-    return where, scores[where[:, 0], where[:, 1]]
+    if not scores.is_contiguous():
+        where = torch.nonzero(torch.ge(scores, bound))
+        return where, scores[where[:, 0], where[:, 1]]
+    flat = torch.nonzero(torch.ge(scores, bound).view(-1)).squeeze(1)  # cheaper than [M, 2] indices, a 2-d gather
+    rows = torch.div(flat, max(scores.shape[1], 1), rounding_mode="floor")
+    return torch.stack((rows, flat - rows * scores.shape[1]), 1), scores.view(-1).index_select(0, flat)
 
 
 def counts_from_items(rows: Tensor, values: Tensor, thresholds: Tensor) -> Tensor:

@@ -150,8 +150,9 @@ def retrieval_metrics(
 
     Cost: one ``[chunk, D] x [D, N]`` product per chunk (half of ``N^2 D`` on the symmetric path); binary metrics
     ``O(Q N R)`` vectorised comparisons for ``R <= 64`` positives (hierarchical: relevant items) per query,
-    ``O(Q N log R)`` above; no row is sorted. Memory ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)`` and the
-    ``[K, Q]`` float64 table of per-query values (:class:`~ranklit.functional._query_values.QueryValues`).
+    ``O(Q N)`` above (a histogram of score bins on CPU, ``O(Q N log R)`` on GPU); no row is sorted. Memory
+    ``O(chunk_size * N)`` plus ``O(chunk_size * R * L)`` and the ``[K, Q]`` float64 table of per-query values
+    (:class:`~ranklit.functional._query_values.QueryValues`).
 
     Example:
         >>> e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
