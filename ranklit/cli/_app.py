@@ -55,7 +55,9 @@ from ranklit.cli import _prepare as prepare
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._config_files import RENAMED, print_configs, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
+from ranklit.cli._injected import check_injected
 from ranklit.cli._resuming import ResumeRequest, find_resume, refusals_and_stops
+from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
@@ -131,6 +133,7 @@ class RanklitCLI(CheckpointSettingsCLI):
     @override
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
+        check_injected(config.as_dict())  # nothing configured is called before its type is checked
         for name, key in _MOVED.items():
             if config.get(name) is not None:
                 self.parser.error(
@@ -145,6 +148,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         if subcommand != "fit":
             return None
         config = self.config[subcommand]
+        check_run_options(config)
         self.resumed = find_resume(config)
         return config.model.clone()
 

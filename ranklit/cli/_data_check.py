@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit.cli._injected import check_injected
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.data._inspection import inspect_split, leaks, report_lines
 from ranklit.errors import UserError
@@ -33,6 +34,7 @@ def _datamodule(config: Path, root: str | None) -> RetrievalDataModule:
     section: dict[str, Any] = dict(yaml.safe_load(config.read_text()).get("data") or {})
     if root is not None:
         section["root"] = root
+    check_injected({"data": section})  # nothing configured is called before its type is checked
     parser = LightningArgumentParser(exit_on_error=False)
     parser.add_lightning_class_args(RetrievalDataModule, "data")
     for name in DATASETS:
