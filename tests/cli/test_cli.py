@@ -133,7 +133,8 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
     checkpoint = f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"
     later = [
         ["fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=2", "--resume=true"],
-        ["test", "--config", "fit.yaml", checkpoint],
+        # the run's own config, logging into the run's folder (as an older ranklit saved it): left as it is
+        ["test", "--config", str(run / "config.yaml"), checkpoint, "--trainer.logger.init_args.version=0"],
         ["predict", "--config", "fit.yaml", checkpoint],
     ]
     (tmp_path / "cases.json").write_text(json.dumps(later))
@@ -149,6 +150,8 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
         noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
         assert not noise, (result["args"][0], noise)
     assert f"Resuming {run.relative_to(tmp_path)}" in runs[1]["stderr"]
+    saved = yaml.safe_load((run / "config.yaml").read_text())  # by the resume, as a fresh-run config
+    assert (saved["resume"], saved["ckpt_path"], saved["trainer"]["logger"]["init_args"]["version"]) == (False, None, None)
     assert any((tmp_path / "predictions").glob("*.json"))  # the descriptor shards' manifest, written last
 
 
