@@ -72,9 +72,9 @@ class RetrievalMetrics(Metric):
     exact, means up to the float64 summation order; on the flat self-retrieval path bit for bit). Every process must
     have called ``update`` at least once. ``DistributedSampler`` pads the last batch with repeated samples: pass the
     dataset indices as ``ids`` and :meth:`compute` keeps one item per id (within each role), so the result equals a
-    single-process evaluation; an id repeated with a different label is a ``ValueError``. ``ids`` are optional: without them nothing can be deduplicated, the padded duplicates
-    are counted as extra queries (and rank as positives of their originals), and items are excluded from their own
-    ranking by position in the gathered set.
+    single-process evaluation; an id repeated with a different label is a ``ValueError``. ``ids`` are optional:
+    without them nothing can be deduplicated, the padded duplicates are counted as extra queries (and rank as
+    positives of their originals), and items are excluded from their own ranking by position in the gathered set.
 
     **Logging in Lightning.** Lightning's ``self.log(name, metric)`` needs a metric whose ``compute`` returns one
     scalar, so log the dict instead, at the end of the epoch, then reset::
@@ -304,7 +304,8 @@ def _check_repeats(ids: Tensor, labels: Tensor, first: Tensor) -> None:
         raise ValueError(
             f"`ids`: id {int(ids[row])} was added twice with different labels ({labels[first[row]].tolist()} and "
             f"{labels[row].tolist()}). An id names one sample (its dataset index); only a repeat of the same sample "
-            "(DistributedSampler's padding) may come twice, and it is kept once: pass distinct ids for distinct samples."
+            "(DistributedSampler's padding) may come twice, and it is kept once: pass distinct ids for distinct "
+            "samples."
         )
 
 
