@@ -10,7 +10,8 @@ commands work from any directory after ``pip install ranklit``. Unknown keys are
 Before ``fit`` the untrained (or pretrained) model is validated once and its metrics are logged at step 0, the
 baseline every curve starts from; ``--baseline_validation false`` switches it off. ``data.root`` is copied into the
 ``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
-``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
+``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too); that of a
+``fit`` is a fresh-run config (:mod:`ranklit.cli._run_requests`).
 ``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to the folder
 ``--predictions_path``, as numpy shards while it runs (:class:`ranklit.callbacks.EmbeddingWriter`).
 

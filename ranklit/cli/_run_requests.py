@@ -8,7 +8,7 @@
 - ``--resume_new_rates`` without ``--resume true`` or ``--ckpt_path``: there is no checkpoint whose rates it would
   replace, and a fresh run takes the config's rates anyway.
 
-Each run saves its resolved config as ``config.yaml`` in its folder (:class:`ranklit.cli._runs.RunConfigSaver`)
+Each ``fit`` saves its resolved config as ``config.yaml`` in its run folder (:class:`ranklit.cli._runs.RunConfigSaver`)
 through :func:`fresh_run_config`: ``resume``, ``ckpt_path`` and ``resume_new_rates`` back to their defaults and,
 for a resumed run, the logger's ``version`` unset, so ``ranklit fit --config <run>/config.yaml`` starts a new run
 with the same settings instead of appending to the old one (continue that one with ``--resume true``).

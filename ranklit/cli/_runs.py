@@ -207,9 +207,10 @@ def run_directory(trainer: Trainer) -> Path:
 
 class RunConfigSaver(SaveConfigCallback):
     """Writes the resolved config as ``config.yaml`` into the run's own directory (:func:`run_directory`), so runs
-    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config. It is saved as a fresh-run
-    config (:func:`ranklit.cli._run_requests.fresh_run_config`); ``validate``, ``test`` and ``predict`` never replace
-    a ``config.yaml`` already there (``ranklit test --config <run>/config.yaml`` leaves the run's config as it is)."""
+    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config. A ``fit`` saves it as a
+    fresh-run config (:func:`ranklit.cli._run_requests.fresh_run_config`); ``validate``, ``test`` and ``predict``
+    never replace a ``config.yaml`` already there (``ranklit test --config <run>/config.yaml`` leaves the run's
+    config as it is)."""
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
@@ -220,5 +221,6 @@ class RunConfigSaver(SaveConfigCallback):
         if trainer.is_global_zero and (stage == "fit" or not path.exists()):
             folder.mkdir(parents=True, exist_ok=True)
             # nulls kept: the config reproduces the run
-            path.write_text(self.parser.dump(fresh_run_config(self.config), skip_unset=False))
+            config = fresh_run_config(self.config) if stage == "fit" else self.config
+            path.write_text(self.parser.dump(config, skip_unset=False))
         self.already_saved = trainer.strategy.broadcast(True)
