@@ -3,6 +3,7 @@ versions it was checked against: Lightning 2.5.5 and 2.6.6, torch 2.14.1 (the ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lightning.pytorch.cli import LightningCLI
@@ -10,19 +11,29 @@ from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnect
 
 __all__ = [
     "CheckpointSettingsCLI",
-    "SignalConnector",
+    "add_signal_handlers",
     "attached_trainer",
     "batch_progress",
+    "checkpoint_batch_progress",
     "cluster_environment",
-    "replace_signal_connector",
     "request_stop",
     "skip_ddp_gradient_sync",
     "training_data_fetcher",
 ]
 
-SignalConnector = _SignalConnector
-"""The class of ``trainer._signal_connector``, which registers Lightning's signal handlers around ``fit``,
-``validate``, ``test`` and ``predict`` (``lightning.pytorch.trainer.connectors.signal_connector``; private)."""
+
+class _HookedSignalConnector(_SignalConnector):
+    """Lightning's signal connector (``trainer._signal_connector``, which registers the signal handlers around
+    ``fit``, ``validate``, ``test`` and ``predict``; private), calling ``register(trainer)`` after it registered its
+    own handlers (those it keeps and restores at teardown, SLURM's ``SIGUSR1``)."""
+
+    def __init__(self, trainer: Any, register: Callable[[Any], None]) -> None:
+        super().__init__(trainer)
+        self._register = register
+
+    def register_signal_handlers(self) -> None:
+        super().register_signal_handlers()
+        self._register(self.trainer)
 
 
 class CheckpointSettingsCLI(LightningCLI):
@@ -75,11 +86,20 @@ def cluster_environment(trainer: Any) -> Any:
     return trainer._accelerator_connector.cluster_environment
 
 
-def replace_signal_connector(trainer: Any, connector_class: type) -> None:
-    """Give ``trainer`` a signal connector of ``connector_class`` (a :data:`SignalConnector` subclass) unless it has
-    one already (``trainer._signal_connector``)."""
-    if not isinstance(trainer._signal_connector, connector_class):
-        trainer._signal_connector = connector_class(trainer)
+def add_signal_handlers(trainer: Any, register: Callable[[Any], None]) -> None:
+    """Call ``register(trainer)`` each time Lightning has registered its signal handlers for a run of ``trainer``
+    (so the handlers ``register`` installs replace Lightning's, and Lightning restores the previous ones at
+    teardown); once per trainer. Replaces ``trainer._signal_connector`` by a subclass of Lightning's."""
+    if not isinstance(trainer._signal_connector, _HookedSignalConnector):
+        trainer._signal_connector = _HookedSignalConnector(trainer, register)
+
+
+def checkpoint_batch_progress(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The training epoch's batch progress as saved in a checkpoint (``total``/``current`` counters and
+    ``is_last_batch``): ``checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]``, the state-dict key of
+    the loop internals behind :func:`batch_progress`, without a stability promise."""
+    progress: dict[str, Any] = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+    return progress
 
 
 def request_stop(trainer: Any) -> None:

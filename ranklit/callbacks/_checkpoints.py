@@ -41,6 +41,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
 from ranklit._checks import check_positive_int
+from ranklit._compat.lightning import checkpoint_batch_progress
 
 __all__ = ["AtomicCheckpointIO", "RunCheckpoint", "flush_loggers", "rotated_name", "use_atomic_writes"]
 
@@ -162,7 +163,7 @@ class RunCheckpoint(Checkpoint):
             return
         # Lightning has fetched the next batch ("ready"): without it, the checkpoint is the one it would write at the
         # end of the previous batch, which it resumes from without counting that batch's logger step twice
-        progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+        progress = checkpoint_batch_progress(checkpoint)
         for counts in (progress["total"], progress["current"]):
             counts["ready"] = counts["started"]
         progress["is_last_batch"] = False

@@ -10,7 +10,8 @@ commands work from any directory after ``pip install ranklit``. Unknown keys are
 Before ``fit`` the untrained (or pretrained) model is validated once and its metrics are logged at step 0, the
 baseline every curve starts from; ``--baseline_validation false`` switches it off. ``data.root`` is copied into the
 ``root`` of every dataset. Each run writes its resolved ``config.yaml`` into its own directory,
-``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too).
+``<save_dir>/<name>/<version>/`` of the logger (where ``ModelCheckpoint`` puts ``checkpoints/`` too); that of a
+``fit`` is a fresh-run config (:mod:`ranklit.cli._run_requests`).
 ``ranklit predict`` writes the embeddings, labels and dataset indices of the test split to the folder
 ``--predictions_path``, as numpy shards while it runs (:class:`ranklit.callbacks.EmbeddingWriter`).
 
@@ -56,7 +57,9 @@ from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
+from ranklit.cli._injected import check_injected
 from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
+from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
@@ -134,6 +137,7 @@ class RanklitCLI(CheckpointSettingsCLI):
     @override
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand]
+        check_injected(config.as_dict())  # nothing configured is called before its type is checked
         if dropped := drop_checkpoint_callbacks(config.trainer):  # ranklit.cli._checkpointing_off
             sys.stderr.write(f"--trainer.enable_checkpointing false: left out {', '.join(dropped)}; this run writes "
                              "no checkpoint.\n")  # fmt: skip
@@ -151,6 +155,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         if subcommand != "fit":
             return None
         config = self.config[subcommand]
+        check_run_options(config)
         self.resumed = find_resume(config)
         return config.model.clone()
 

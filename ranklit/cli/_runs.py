@@ -24,6 +24,8 @@ from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit.cli._run_requests import fresh_run_config
+
 __all__ = [
     "BEST",
     "RESUMABLE",
@@ -238,15 +240,20 @@ def run_directory(trainer: Trainer) -> Path:
 
 class RunConfigSaver(SaveConfigCallback):
     """Writes the resolved config as ``config.yaml`` into the run's own directory (:func:`run_directory`), so runs
-    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config."""
+    with loggers that share a ``save_dir`` (wandb) never overwrite each other's config. A ``fit`` saves it as a
+    fresh-run config (:func:`ranklit.cli._run_requests.fresh_run_config`); ``validate``, ``test`` and ``predict``
+    never replace a ``config.yaml`` already there (``ranklit test --config <run>/config.yaml`` leaves the run's
+    config as it is)."""
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         if self.already_saved:
             return
         folder = Path(trainer.strategy.broadcast(str(run_directory(trainer))))
-        if trainer.is_global_zero:
+        path = folder / self.config_filename
+        if trainer.is_global_zero and (stage == "fit" or not path.exists()):
             folder.mkdir(parents=True, exist_ok=True)
-            text = self.parser.dump(self.config, skip_unset=False)  # nulls kept: the config reproduces the run
-            (folder / self.config_filename).write_text(text)
+            # nulls kept: the config reproduces the run
+            config = fresh_run_config(self.config) if stage == "fit" else self.config
+            path.write_text(self.parser.dump(config, skip_unset=False))
         self.already_saved = trainer.strategy.broadcast(True)

@@ -12,7 +12,9 @@ ranklit keeps every warning. What is filtered, and why it does not concern the u
 - On ``fit --resume``/``--ckpt_path``: ModelCheckpoint's "Checkpoint directory ... exists and is not empty" (the
   resumed run continues its own ``checkpoints/``).
 - For ``test``/``validate``/``predict`` from a training checkpoint: "Please add the following callbacks:
-  ['ResumableTraining', 'FaultTolerance']" (ranklit's training-state callbacks, which evaluation does not need) and
+  ['ResumableTraining', 'FaultTolerance']" (ranklit's training-state callbacks, which evaluation does not need; with
+  the training config's ``ModelCheckpoint``/``EarlyStopping`` too, absent from an evaluation config such as
+  ``revisited_eval.yaml``; any other callback is still named) and
   ModelCheckpoint's "The dirpath has changed" (nothing is trained, so nothing is checkpointed).
 """
 
@@ -23,7 +25,12 @@ import warnings
 
 __all__ = ["install"]
 
-_RANKLIT_CALLBACKS = r"'(ResumableTraining|FaultTolerance)'"
+# the training-only callbacks whose state a training checkpoint holds: ranklit's, and Lightning's checkpoint and
+# early-stopping callbacks (their state key is repr'd with either quote, as it holds quotes of its own)
+_RANKLIT_CALLBACKS = (
+    r"(?:'(?:ResumableTraining|FaultTolerance)'|\"(?:ModelCheckpoint|EarlyStopping)\{[^\"]*\}\""
+    r"|'(?:ModelCheckpoint|EarlyStopping)\{[^']*\}')"
+)
 _ALWAYS = [
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"lightning\.pytorch\.utilities\._pytree"),
     (r"Experiment logs directory .* exists and is not empty\. Previous log files", UserWarning, r"lightning\."),

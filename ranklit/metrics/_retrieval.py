@@ -72,9 +72,9 @@ class RetrievalMetrics(Metric):
     exact, means up to the float64 summation order; on the flat self-retrieval path bit for bit). Every process must
     have called ``update`` at least once. ``DistributedSampler`` pads the last batch with repeated samples: pass the
     dataset indices as ``ids`` and :meth:`compute` keeps one item per id (within each role), so the result equals a
-    single-process evaluation. ``ids`` are optional: without them nothing can be deduplicated, the padded duplicates
-    are counted as extra queries (and rank as positives of their originals), and items are excluded from their own
-    ranking by position in the gathered set.
+    single-process evaluation; an id repeated with a different label is a ``ValueError``. ``ids`` are optional:
+    without them nothing can be deduplicated, the padded duplicates are counted as extra queries (and rank as
+    positives of their originals), and items are excluded from their own ranking by position in the gathered set.
 
     **Logging in Lightning.** Lightning's ``self.log(name, metric)`` needs a metric whose ``compute`` returns one
     scalar, so log the dict instead, at the end of the epoch, then reset::
@@ -230,7 +230,8 @@ class RetrievalMetrics(Metric):
         if ids is not None:
             ids = ids.long()
             check_distinct_ids(ids, "ids")
-            keep = _first_occurrences(torch.stack([is_gallery.long(), ids], 1))
+            keep, group = _first_occurrences(torch.stack([is_gallery.long(), ids], 1))
+            _check_repeats(ids, labels, keep[group])
             embeddings, labels, ids, is_gallery = embeddings[keep], labels[keep], ids[keep], is_gallery[keep]
         query_ids = ids[~is_gallery] if ids is not None else torch.arange(int((~is_gallery).sum()),
                                                                             device=embeddings.device)  # fmt: skip
@@ -295,8 +296,22 @@ def _cat(state: list[Tensor] | Tensor) -> Tensor | None:
     return dim_zero_cat(state) if state else None
 
 
-def _first_occurrences(keys: Tensor) -> Tensor:
-    """Index of the first row of every distinct row of ``keys`` (``[N, K]``), in increasing key order.
+def _check_repeats(ids: Tensor, labels: Tensor, first: Tensor) -> None:
+    """Refuse an id added twice (in one role) with different labels: ``first[i]`` is the row kept for row ``i``."""
+    differs = (labels != labels[first]).reshape(labels.shape[0], -1).any(1)
+    if bool(differs.any()):
+        row = int(differs.nonzero()[0])
+        raise ValueError(
+            f"`ids`: id {int(ids[row])} was added twice with different labels ({labels[first[row]].tolist()} and "
+            f"{labels[row].tolist()}). An id names one sample (its dataset index); only a repeat of the same sample "
+            "(DistributedSampler's padding) may come twice, and it is kept once: pass distinct ids for distinct "
+            "samples."
+        )
+
+
+def _first_occurrences(keys: Tensor) -> tuple[Tensor, Tensor]:
+    """Index of the first row of every distinct row of ``keys`` (``[N, K]``), in increasing key order, and the
+    distinct row (group) of every row.
 
     Key order (role, then id) is the same however the items were split across processes and batches, so with ids
     the evaluation sees the items in one canonical order and its float sums do not depend on the number of processes.
@@ -305,4 +320,4 @@ def _first_occurrences(keys: Tensor) -> Tensor:
     positions = torch.arange(keys.shape[0], device=keys.device)
     first = torch.full((int(inverse.max()) + 1,), keys.shape[0], dtype=torch.long, device=keys.device)
     first.scatter_reduce_(0, inverse, positions, reduce="amin")
-    return first
+    return first, inverse

@@ -37,9 +37,8 @@ import lightning as L
 import torch
 import torch.distributed as dist
 from lightning.pytorch.plugins.environments import SLURMEnvironment
-from typing_extensions import override
 
-from ranklit._compat.lightning import SignalConnector, cluster_environment, replace_signal_connector, request_stop
+from ranklit._compat.lightning import add_signal_handlers, cluster_environment, request_stop
 
 __all__ = ["StopSignals", "agree_to_stop", "exit_code", "stop_requested", "stopped_by"]
 
@@ -97,21 +96,20 @@ def agree_to_stop(trainer: L.Trainer) -> bool:
     return bool(requested)
 
 
-class StopSignals(SignalConnector):
-    """Lightning's signal connector with collective-free handlers (module docstring); installed by
-    :meth:`install` in place of the trainer's own."""
+class StopSignals:
+    """The collective-free handlers (module docstring), installed on a trainer by :meth:`install`."""
 
     @classmethod
     def install(cls, trainer: L.Trainer) -> None:
-        """Give ``trainer`` this connector (once), before Lightning registers its handlers for ``fit``/``validate``."""
-        replace_signal_connector(trainer, cls)
+        """Give ``trainer`` these handlers (once), in place of those Lightning registers for ``fit``/``validate``
+        (Lightning's previous handlers, SLURM's ``SIGUSR1``, are kept and restored at teardown)."""
+        add_signal_handlers(trainer, _register_handlers)
 
-    @override
-    def register_signal_handlers(self) -> None:
-        super().register_signal_handlers()  # keeps the previous handlers (restored at teardown), SLURM's SIGUSR1
-        if threading.current_thread() is not threading.main_thread():
-            return
-        environment: Any = cluster_environment(self.trainer)
-        requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
-        for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,))):
-            signal.signal(signum, _request)
+
+def _register_handlers(trainer: L.Trainer) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    environment: Any = cluster_environment(trainer)
+    requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
+    for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,))):
+        signal.signal(signum, _request)

@@ -14,6 +14,7 @@ import yaml
 
 from ranklit.cli import main
 from ranklit.cli._config_files import config_dir
+from tests.data import layouts
 from tests.tiny import synthetic_args
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))
@@ -133,9 +134,16 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
     checkpoint = f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"
     later = [
         ["fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=2", "--resume=true"],
-        ["test", "--config", "fit.yaml", checkpoint],
+        # the run's own config, logging into the run's folder (as an older ranklit saved it): left as it is
+        ["test", "--config", str(run / "config.yaml"), checkpoint, "--trainer.logger.init_args.version=0"],
         ["predict", "--config", "fit.yaml", checkpoint],
+        # an evaluation config without the training run's ModelCheckpoint: still no "Please add the following callbacks"
+        ["test", "--config", "revisited_eval.yaml", checkpoint, "--data.root=data", "--data.num_workers=0",
+         "--trainer.accelerator=cpu", "--model.landmarks.init_args.postprocess=[]",
+         "--trainer.enable_progress_bar=false"],
     ]
+    for name in ("roxford5k", "rparis6k"):
+        layouts.revisited(tmp_path / "data" / name, name)
     (tmp_path / "cases.json").write_text(json.dumps(later))
     path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))
     driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(tmp_path / "cases.json")],
@@ -149,6 +157,9 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
         noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
         assert not noise, (result["args"][0], noise)
     assert f"Resuming {run.relative_to(tmp_path)}" in runs[1]["stderr"]
+    saved = yaml.safe_load((run / "config.yaml").read_text())  # by the resume, as a fresh-run config
+    version = saved["trainer"]["logger"]["init_args"]["version"]
+    assert (saved["resume"], saved["ckpt_path"], version) == (False, None, None)
     assert any((tmp_path / "predictions").glob("*.json"))  # the descriptor shards' manifest, written last
 
 
