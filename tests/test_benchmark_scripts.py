@@ -51,3 +51,17 @@ def test_overhead_benchmark_times_both_loops(tmp_path: Path) -> None:
     assert len(bare) == 2 and all(t > 0 for t in bare)
     embed, metric = overhead.bare_validate()
     assert embed > 0 and metric > 0
+
+
+def test_dataloading_benchmark_prints_every_pipeline_and_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import dataloading
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    dataloading.main(["--sizes", "40x30", "--images", "64", "--per-class", "4", "--workers", "0", "--repeats", "2"])
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert "ranklit, decode first" in table[0] and table[0].endswith("| ranklit / plain |")
+    cells = [float(cell) for cell in table[2].split("|")[3:-1]]
+    assert table[2].startswith("| 40 x 30 | 0 |") and len(cells) == 5 and all(cell > 0 for cell in cells)
+    assert cells[4] == pytest.approx(cells[0] / cells[2], rel=0.05)  # of the rounded rates

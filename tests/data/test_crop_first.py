@@ -12,8 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex
-from ranklit.data import _crop_first
+from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex, _crop_first
 from ranklit.data._crop_first import crop_first
 from ranklit.data.decoding import load_image
 from ranklit.data.transforms import test_transform, train_transform
@@ -126,7 +125,7 @@ def test_the_datamodule_reads_files_crop_first_and_substitutes_an_undecodable_on
     assert torch.equal(substituted["image"], dataset.transform(load_image(dataset.paths[1])))
     assert substituted["index"] == 0 and module.train_dataset is dataset
     dataset.on_bad_image = "stop"
-    with pytest.raises(ValueError, match="Could not decode image .*0.jpg"):
+    with pytest.raises(ValueError, match=r"Could not decode image .*0\.jpg"):
         dataset[SeededIndex(0, 1234)]
 
 
