@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/dataloading.py            # 500x375, 800x600, 1024x768, 2048x1536; 1 and 4 workers; ~5 min
+    python benchmarks/dataloading.py            # 500x375, 800x600, 1024x768, 2048x1536; 1 and 4 workers; ~7 min
     python benchmarks/dataloading.py --quick    # a smoke run (small images, 1 worker, 1 repeat)
     python benchmarks/dataloading.py --workers 1 2 --images 640 --repeats 5
 

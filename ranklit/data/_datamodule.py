@@ -68,7 +68,7 @@ class RetrievalDataModule(L.LightningDataModule):
     keeps it.
     **Decoding**: with ranklit's transforms, a JPEG is decoded at the largest reduction (1/2, 1/4, 1/8) that keeps the
     crop drawn for it at least the output size (the crop is drawn from the file's header first, with the same random
-    draws; ``ranklit.data._crop_first``). An image that cannot be decoded stops the run naming its
+    draws; the GPU docs page, "The data path"). An image that cannot be decoded stops the run naming its
     path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"`` is replaced by the next image of its
     class and named in a warning (``ranklit data check`` finds such files beforehand).
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option

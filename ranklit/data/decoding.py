@@ -18,7 +18,7 @@ What :func:`load_image` does with each kind of file Pillow opens:
 *relevant side* at least ``min_side`` pixels, so every crop a transform then takes is still *downscaled* to its output
 size: what the crop sees changes only by the resampling filter (a tolerance measured in ``tests/data``: mean absolute
 difference under 1.5 of 255 on a photograph-like image). :func:`relevant_side` says which side. ranklit's own
-transforms choose the reduction per sampled crop instead (``RetrievalDataModule``, see the docs' data-loading page).
+transforms choose the reduction per sampled crop instead (``RetrievalDataModule``; the GPU docs page, "The data path").
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` an
 ``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
 returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
 ``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
-dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`. An image that fails to decode
-raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is replaced by the
-next image of its class and named in a warning.
+dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`; a transform with a
+``from_file(path)`` method (ranklit's own, set by ``RetrievalDataModule``) is given the file instead and decodes it at
+the size its crop needs, unless a subclass overrides :meth:`~ImageRetrievalDataset.read_image`. An image that fails
+to decode raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is
+replaced by the next image of its class and named in a warning.
 """
 
 from __future__ import annotations
