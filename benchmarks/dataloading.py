@@ -2,26 +2,29 @@
 
 Usage::
 
-    python benchmarks/dataloading.py                 # 500x375, 800x600, 1024x768 JPEGs; 1 worker; about 2 minutes
-    python benchmarks/dataloading.py --quick         # a smoke run (96 small images per size)
-    python benchmarks/dataloading.py --workers 0 1 2 --images 1200
+    python benchmarks/dataloading.py            # 500x375, 800x600, 1024x768, 2048x1536; 1 and 4 workers; ~7 min
+    python benchmarks/dataloading.py --quick    # a smoke run (small images, 1 worker, 1 repeat)
+    python benchmarks/dataloading.py --workers 1 2 --images 640 --repeats 5
 
 For each image size, generated JPEGs (quality 90, smooth colour fields plus noise, one folder per class of
-``--per-class`` images) are read by three pipelines, each in one ``DataLoader`` with ``--workers`` worker processes
-(``0``: the main process, one torch thread), batches of 64, one pass over the images after one warm-up batch:
+``--per-class`` images; 64 distinct images, repeated to ``--images`` files) are read by four pipelines, each in one
+``DataLoader`` with ``--workers`` worker processes (``0``: the main process, one torch thread), batches of 64, one pass
+over the images after one warm-up batch, the pipelines taking turns ``--repeats`` times (the table gives medians):
 
 - **ranklit**: what ``ranklit fit`` runs: ``ClassFolderDataset`` + ``PKSampler`` (16 x 4) through
   ``RetrievalDataModule.train_dataloader()`` with its training transform (RandomResizedCrop 224, scale (0.16, 1),
-  flip, normalise; per-sample seeded augmentation) and its reduced-size JPEG decoding where every crop stays at
-  least 224 px (``ranklit.data.decoding``; with scale 0.16 only images of about 1.7 megapixels or more qualify);
-- **plain**: ``torchvision.datasets.ImageFolder`` + ``RandomResizedCrop(224, scale=(0.16, 1))`` + flip +
-  ``ToTensor`` + ``Normalize``, shuffled batches of 64: the usual PyTorch recipe;
-- **bare decode**: ``ImageFolder``'s loader alone (``PIL.Image.open(...).convert("RGB")``), no transform: the ceiling
-  of any pipeline that decodes every JPEG at full size.
+  flip, normalise; per-sample seeded augmentation), the crop drawn from the JPEG's header and the file decoded at the
+  largest reduction (1/2, 1/4, 1/8) that keeps that crop at least 224 px (``ranklit.data._crop_first``);
+- **ranklit, decode first**: the same with the transform given to the dataset (``train_transform(224)``), so every
+  file is decoded at full size first (ranklit before reduced decoding per crop, below 1.7 megapixels);
+- **plain torchvision**: ``torchvision.datasets.ImageFolder`` (``PIL.Image.open(...).convert("RGB")``) +
+  ``RandomResizedCrop(224, scale=(0.16, 1))`` + flip + ``ToTensor`` + ``Normalize``, shuffled batches of 64;
+- **bare decode**: ``ImageFolder``'s loader alone, no transform: the ceiling of any pipeline that decodes every JPEG
+  at full size.
 
 It prints one Markdown table (images / s per worker: total images / s divided by the number of workers, or the
-main process's rate for ``--workers 0``) for ``benchmarks/RESULTS.md``, with the machine, the versions and the load
-average: run it on idle cores.
+main process's rate for ``--workers 0``; and ranklit's rate over plain torchvision's) for ``benchmarks/RESULTS.md``,
+with the machine, the versions and the load average: run it on idle cores.
 """
 
 from __future__ import annotations
@@ -29,10 +32,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import PIL
@@ -44,25 +51,31 @@ from torchvision import transforms as T
 from torchvision.datasets import ImageFolder
 
 from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule
+from ranklit.data.transforms import train_transform
 
-SIZES = ((500, 375), (800, 600), (1024, 768))  # CUB / SOP photographs, iNaturalist's 800 px, landmarks' 1024 px
+SIZES = ((500, 375), (800, 600), (1024, 768), (2048, 1536))  # CUB / SOP, iNaturalist 800 px, landmarks 1024 px,
+# and the landmark and iNaturalist originals
 BATCH = 64
+DISTINCT = 64  # distinct generated images per size; the others are copies (decoding costs the same)
 
 
 def _write_jpegs(root: Path, images: int, per_class: int, width: int, height: int) -> None:
     """Smooth random colour fields with noise (about as compressible as photographs), ``per_class`` per folder."""
     rng = np.random.default_rng(0)
     for i in range(images):
+        path = root / f"class{i // per_class:04d}" / f"{i:06d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if i >= DISTINCT:
+            shutil.copyfile(root / f"class{(i % DISTINCT) // per_class:04d}" / f"{i % DISTINCT:06d}.jpg", path)
+            continue
         coarse = rng.uniform(0, 255, size=(height // 32 + 1, width // 32 + 1, 3)).astype(np.uint8)
         field = np.asarray(Image.fromarray(coarse).resize((width, height), Image.BILINEAR), dtype=np.int16)
         pixels = np.clip(field + rng.integers(-20, 21, size=field.shape), 0, 255).astype(np.uint8)
-        path = root / f"class{i // per_class:04d}" / f"{i:06d}.jpg"
-        path.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(pixels).save(path, "JPEG", quality=90)
 
 
-def _ranklit(root: Path, workers: int) -> DataLoader:
-    dataset = ClassFolderDataset(root)
+def _ranklit(root: Path, workers: int, transform: Callable[[Any], Any] | None = None) -> DataLoader:
+    dataset = ClassFolderDataset(root, transform=transform)
     module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=workers)
     return module.train_dataloader()
 
@@ -83,7 +96,12 @@ def _bare(root: Path, workers: int) -> DataLoader:
                       num_workers=workers, persistent_workers=workers > 0)  # fmt: skip
 
 
-PIPELINES = {"ranklit": _ranklit, "plain torchvision": _plain, "bare decode": _bare}
+PIPELINES: dict[str, Callable[[Path, int], DataLoader]] = {
+    "ranklit": _ranklit,
+    "ranklit, decode first": lambda root, workers: _ranklit(root, workers, train_transform(224)),
+    "plain torchvision": _plain,
+    "bare decode": _bare,
+}
 
 
 def _rate(loader: DataLoader, images: int) -> float:
@@ -101,32 +119,44 @@ def _rate(loader: DataLoader, images: int) -> float:
     return seen / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--images", type=int, default=640, help="generated JPEGs per size (and images timed)")
+    parser.add_argument("--images", type=int, default=384, help="JPEGs per size (and images timed per repeat)")
     parser.add_argument("--per-class", type=int, default=8, help="images per class folder")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1])
-    parser.add_argument("--quick", action="store_true", help="96 images of 1/4 the sizes: a smoke run")
-    args = parser.parse_args()
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes per pipeline (the median is shown)")
+    parser.add_argument("--sizes", nargs="+", default=[f"{w}x{h}" for w, h in SIZES], help="JPEG sizes, WxH")
+    parser.add_argument("--quick", action="store_true", help="128 images of 1/4 the sizes, 1 worker, 1 repeat")
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    sizes = [(w // 4, h // 4) for w, h in SIZES] if args.quick else list(SIZES)
-    images = 96 if args.quick else args.images
+    sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes]
+    if args.quick:
+        sizes, args.images, args.workers, args.repeats = [(w // 4, h // 4) for w, h in sizes], 128, [1], 1
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs visible, load average "
         f"{os.getloadavg()[0]:.1f}; torch {torch.__version__}, torchvision {torchvision.__version__}, "
-        f"Pillow {PIL.__version__}; {images} JPEGs (q90) per size; RandomResizedCrop 224 + flip + normalise\n"
+        f"Pillow {PIL.__version__}; {args.images} JPEGs (q90) per size; RandomResizedCrop 224 + flip + normalise; "
+        f"medians of {args.repeats}\n"
     )
     rows = []
     for width, height in sizes:
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
-            _write_jpegs(root, images, args.per_class, width, height)
+            _write_jpegs(root, args.images, args.per_class, width, height)
             for workers in args.workers:
-                rates = [_rate(build(root, workers), images) / max(workers, 1) for build in PIPELINES.values()]
-                rows.append(f"| {width} x {height} | {workers} | " + " | ".join(f"{r:.0f}" for r in rates) + " |")
+                loaders = [build(root, workers) for build in PIPELINES.values()]
+                rates: list[list[float]] = [[] for _ in loaders]
+                for _ in range(args.repeats):  # the pipelines take turns: a load change hits them alike
+                    for loader, rate in zip(loaders, rates, strict=True):
+                        rate.append(_rate(loader, args.images) / max(workers, 1))
+                medians = [statistics.median(rate) for rate in rates]
+                cells = [f"{rate:.0f}" for rate in medians] + [f"{medians[0] / medians[2]:.2f}"]
+                rows.append(f"| {width} x {height} | {workers} | " + " | ".join(cells) + " |")
                 print(rows[-1], flush=True)
-    header = "| JPEG size | workers | " + " | ".join(f"{name} (images / s / worker)" for name in PIPELINES) + " |"
-    print("\n" + "\n".join([header, "|---|---:|" + "---:|" * len(PIPELINES), *rows]))
+                del loaders  # their worker processes end
+    names = [f"{name} (images / s / worker)" for name in PIPELINES] + ["ranklit / plain"]
+    header = "| JPEG size | workers | " + " | ".join(names) + " |"
+    print("\n" + "\n".join([header, "|---|---:|" + "---:|" * len(names), *rows]))
 
 
 if __name__ == "__main__":

@@ -63,3 +63,17 @@ def test_startup_benchmark_dry_run_prints_every_fast_row_with_its_ratio() -> Non
         seconds, ratio = (float(cell) for cell in rows[name])
         assert seconds > 0 and ratio > 0, name
     assert float(rows["import torch"][1]) == 1.0 and "ranklit fit --help" not in rows  # the dry run skips Lightning
+
+
+def test_dataloading_benchmark_prints_every_pipeline_and_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import dataloading
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    dataloading.main(["--sizes", "40x30", "--images", "64", "--per-class", "4", "--workers", "0", "--repeats", "2"])
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert "ranklit, decode first" in table[0] and table[0].endswith("| ranklit / plain |")
+    cells = [float(cell) for cell in table[2].split("|")[3:-1]]
+    assert table[2].startswith("| 40 x 30 | 0 |") and len(cells) == 5 and all(cell > 0 for cell in cells)
+    assert cells[4] == pytest.approx(cells[0] / cells[2], rel=0.05)  # of the rounded rates

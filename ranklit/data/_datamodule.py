@@ -19,6 +19,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
+from ranklit.data._crop_first import crop_first
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
@@ -65,8 +66,9 @@ class RetrievalDataModule(L.LightningDataModule):
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
     resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
     keeps it.
-    **Decoding**: with ranklit's transforms, JPEGs are decoded at reduced size where every crop stays at least the
-    output size (:func:`ranklit.data.decoding.load_image`). An image that cannot be decoded stops the run naming its
+    **Decoding**: with ranklit's transforms, a JPEG is decoded at the largest reduction (1/2, 1/4, 1/8) that keeps the
+    crop drawn for it at least the output size (the crop is drawn from the file's header first, with the same random
+    draws; the GPU docs page, "The data path"). An image that cannot be decoded stops the run naming its
     path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"`` is replaced by the next image of its
     class and named in a warning (``ranklit data check`` finds such files beforehand).
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
@@ -130,17 +132,14 @@ class RetrievalDataModule(L.LightningDataModule):
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
         if on_bad_image not in ("stop", "skip"):
             raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
-        fit, whole = (image_size, crop_scale[0] * 3 / 4), (resize_size, 1.0)  # smallest crop: scale[0], ratio 3/4
-        parts = [(train_dataset, train, fit), (val_dataset, evaluation, whole), (test_dataset, evaluation, whole)]
-        for dataset, transform, hint in [*parts, (gallery_dataset, evaluation, whole)]:
+        parts = [(train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation)]
+        for dataset, transform in [*parts, (gallery_dataset, evaluation)]:
             if dataset is None:
                 continue
             if hasattr(dataset, "on_bad_image"):
                 dataset.on_bad_image = on_bad_image
             if getattr(dataset, "transform", None) is None:
-                dataset.transform = transform
-                if hasattr(dataset, "decode_min_side"):
-                    dataset.decode_min_side, dataset.decode_area_fraction = hint  # type: ignore[attr-defined]
+                dataset.transform = crop_first(transform)  # a file is decoded at the size its crop needs
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)

@@ -14,15 +14,17 @@ What :func:`load_image` does with each kind of file Pillow opens:
 - **Palette**, **CMYK**, **YCbCr**, **LAB**, **HSV**: Pillow's conversion to RGB.
 
 **Reduced-size JPEG decoding** (``min_side``): a JPEG can be decoded at 1/2, 1/4 or 1/8 of its size in the DCT domain
-(Pillow's ``draft``), several times faster. :func:`load_image` uses the largest reduction that keeps the decoded image's
+(Pillow's ``draft``), faster. :func:`load_image` uses the largest reduction that keeps the decoded image's
 *relevant side* at least ``min_side`` pixels, so every crop a transform then takes is still *downscaled* to its output
 size: what the crop sees changes only by the resampling filter (a tolerance measured in ``tests/data``: mean absolute
-difference under 1.5 of 255 on a photograph-like image). :func:`relevant_side` says which side.
+difference under 1.5 of 255 on a photograph-like image). :func:`relevant_side` says which side. ranklit's own
+transforms choose the reduction per sampled crop instead (``RetrievalDataModule``; the GPU docs page, "The data path").
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,7 @@ BACKGROUND: tuple[int, int, int] = (255, 255, 255)
 
 _TRANSPARENT = ("LA", "RGBA", "PA", "La", "RGBa")
 _ORIENTATION = 0x0112  # the EXIF tag
+_TRANSPOSING = (5, 6, 7, 8)  # orientations that swap width and height
 
 
 def relevant_side(width: int, height: int, area_fraction: float) -> float:
@@ -73,28 +76,45 @@ def load_image(path: str | Path, *, min_side: int | None = None, area_fraction: 
         ...
         FileNotFoundError: Image file not found: /nonexistent/x.jpg
     """
+    def reduction(width: int, height: int) -> int:
+        return 1 if min_side is None else _largest_reduction(relevant_side(width, height, area_fraction), min_side)
+
+    return _decode(path, reduction)[0]
+
+
+def _largest_reduction(side: float, min_side: float) -> int:
+    """The largest JPEG reduction (8, 4, 2 or 1) that keeps ``side`` pixels at least ``min_side``: ``side / r >=
+    min_side``.
+
+    >>> _largest_reduction(480, 224), _largest_reduction(447, 224), _largest_reduction(4000, 224)
+    (2, 1, 8)
+    """
+    return max([r for r in (8, 4, 2) if side / r >= min_side], default=1)
+
+
+def _decode(path: str | Path, reduction: Callable[[int, int], int]) -> tuple[Image.Image, int]:
+    """The image, 8-bit RGB, and the reduction it was decoded at: ``reduction(width, height)`` (1, 2, 4 or 8), asked
+    with the size as displayed (EXIF orientation applied) read from the file's header before any pixel is decoded,
+    applies to a JPEG; any other file is decoded at full size (reduction 1). A JPEG of ``w × h`` pixels decoded at
+    reduction ``r`` is ``ceil(w / r) × ceil(h / r)``: its pixel ``x`` covers the full image's ``[r x, r x + r)``."""
     path = Path(path)
     try:
         with Image.open(path) as image:
-            if min_side is not None and image.format == "JPEG":
-                _draft(image, min_side, area_fraction)
+            orientation = image.getexif().get(_ORIENTATION, 1)
+            width, height = image.size[::-1] if orientation in _TRANSPOSING else image.size
+            stored, factor = image.size, reduction(width, height)
+            if factor > 1 and image.format == "JPEG":
+                image.draft("RGB", (image.width // factor, image.height // factor))  # Pillow picks this factor
+            factor = next(r for r in (1, 2, 4, 8) if image.size == tuple(-(-side // r) for side in stored))
             image.seek(0)
             image.load()
-            if image.getexif().get(_ORIENTATION, 1) != 1:
+            if orientation != 1:
                 image = ImageOps.exif_transpose(image)
-            return _to_rgb(image)
+            return _to_rgb(image), factor
     except FileNotFoundError:
         raise FileNotFoundError(f"Image file not found: {path}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as error:
         raise unreadable_image(path, error) from error  # a UserError (a ValueError) with the fix for its cause
-
-
-def _draft(image: Image.Image, min_side: int, area_fraction: float) -> None:
-    width, height = image.size
-    side = relevant_side(width, height, area_fraction)
-    scale = max([s for s in (8, 4, 2) if side / s >= min_side], default=1)
-    if scale > 1:
-        image.draft("RGB", (math.ceil(width / scale), math.ceil(height / scale)))
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:

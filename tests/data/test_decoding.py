@@ -126,3 +126,10 @@ def test_reduced_size_decoding_keeps_every_crop_at_least_the_output_size_and_the
         ]
         differences.append((crops[0] - crops[1]).abs().mean().item())
     assert max(differences) < 1.5, differences  # measured: 0.24 to 0.63
+
+
+def test_reduced_size_decoding_applies_to_odd_sizes(tmp_path: Path) -> None:
+    """1601 x 1201 at 1/2 is 801 x 601 (Pillow picks the reduction from the size asked: asking ceil(1601 / 2) = 801
+    gave 1601 // 801 = 1, no reduction, before issue 31)."""
+    Image.fromarray(np.zeros((1201, 1601, 3), dtype=np.uint8)).save(tmp_path / "odd.jpg")
+    assert load_image(tmp_path / "odd.jpg", min_side=224, area_fraction=0.16 * 3 / 4).size == (801, 601)

@@ -4,9 +4,11 @@ Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` an
 ``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
 returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
 ``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
-dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`. An image that fails to decode
-raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is replaced by the
-next image of its class and named in a warning.
+dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`; a transform with a
+``from_file(path)`` method (ranklit's own, set by ``RetrievalDataModule``) is given the file instead and decodes it at
+the size its crop needs, unless a subclass overrides :meth:`~ImageRetrievalDataset.read_image`. An image that fails
+to decode raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is
+replaced by the next image of its class and named in a warning.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import random
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from PIL import Image
@@ -35,6 +37,9 @@ __all__ = [
     "retrieval_item",
     "split_pool",
 ]
+
+_T = TypeVar("_T")
+
 
 def contiguous_labels(rows: Sequence[Sequence[Hashable]]) -> tuple[Tensor, list[list[Hashable]]]:
     """Map each label column to contiguous ids ``0..C-1`` (in sorted order of the original values).
@@ -118,8 +123,6 @@ class ImageRetrievalDataset(RetrievalDataset):
     LAYOUT: ClassVar[str] = ""
     SOURCE: ClassVar[str] = ""
     on_bad_image: str = "stop"  # "skip": an undecodable image is replaced by the next image of its class
-    decode_min_side: int | None = None  # reduced-size JPEG decoding (ranklit.data.decoding.load_image)
-    decode_area_fraction: float = 1.0
 
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
@@ -182,13 +185,13 @@ class ImageRetrievalDataset(RetrievalDataset):
         warn_about_classes(type(self).__name__, self.split, labels[:, 0])
 
     def read_image(self, index: int) -> Image.Image:
-        return load_image(self.paths[index], min_side=self.decode_min_side, area_fraction=self.decode_area_fraction)
+        return load_image(self.paths[index])
 
-    def _load_or_substitute(self, index: int) -> Image.Image:
-        """The image of ``index``; with ``on_bad_image="skip"``, the next decodable image of its class instead of an
-        undecodable one (a warning names each file skipped)."""
+    def _load_or_substitute(self, index: int, read: Callable[[int], _T]) -> _T:
+        """``read(index)`` (:meth:`read_image`, or the item from the file); with ``on_bad_image="skip"``, ``read`` of
+        the next decodable image of its class instead of an undecodable one (a warning names each file skipped)."""
         try:
-            return self.read_image(index)
+            return read(index)
         except ValueError as error:
             if self.on_bad_image != "skip":
                 raise
@@ -198,7 +201,7 @@ class ImageRetrievalDataset(RetrievalDataset):
         start = mates.index(index)
         for mate in mates[start + 1 :] + mates[:start]:
             try:
-                return self.read_image(mate)
+                return read(mate)
             except ValueError as error:
                 warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
         raise UserError(
@@ -210,7 +213,16 @@ class ImageRetrievalDataset(RetrievalDataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        return retrieval_item(self._load_or_substitute(int(index)), self.labels[int(index)], index, self.transform)
+        from_file = getattr(self.transform, "from_file", None)  # ranklit's transforms (ranklit.data._crop_first)
+        if from_file is not None and type(self).read_image is ImageRetrievalDataset.read_image:
+            label = self.labels[int(index)]
+
+            def item(i: int) -> dict[str, Any]:
+                return retrieval_item(self.paths[i], label, index, from_file)
+
+            return self._load_or_substitute(int(index), item)
+        image = self._load_or_substitute(int(index), self.read_image)
+        return retrieval_item(image, self.labels[int(index)], index, self.transform)
 
     def __repr__(self) -> str:
         return (

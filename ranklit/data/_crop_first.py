@@ -1,0 +1,114 @@
+"""ranklit's training and evaluation transforms taking the image *file*: the crop is chosen from the header's size, then
+the JPEG is decoded at the largest reduction that keeps that crop at least its output size.
+
+A JPEG decoded at reduction ``r`` (1/2, 1/4, 1/8 in the DCT domain, Pillow's ``draft``) costs less to decode and
+leaves a smaller image to resample. With :func:`ranklit.data.transforms.train_transform` the crop box
+``(top, left, h, w)`` is drawn on the full size, with the same random draws in the same order as the transform draws
+on a decoded image (torchvision's ``RandomResizedCrop.get_params``; then the flip), so a seeded item, and a resumed run,
+sees the same crop and flip. The file is then decoded at the largest ``r`` with ``h / r >= size`` and ``w / r >= size``
+(:func:`ranklit.data.decoding._largest_reduction`), and the box, divided by ``r`` (fractional: the reduced pixel ``x``
+covers the full image's ``[r x, r x + r)``), is resampled to the output size by Pillow (antialiased, as
+torchvision's). With :func:`ranklit.data.transforms.test_transform` (resize the shorter side to ``resize_size``, centre
+crop) the whole image is resampled to the size the resize gives the full image, then centre-cropped. Where ``r = 1``
+(small images, small crops, other formats) the file is decoded in full and the output is **bit-identical** to
+decoding first (the training crop is cut in Pillow, then resized by torchvision as ``RandomResizedCrop`` does, which
+spares converting the whole image to a tensor). Otherwise the output differs from full decoding by the DCT scaling
+and the resampling: mean absolute difference under 1.5 of 255 on a photograph-like image (measured 0.3-0.7), PSNR
+over 40 dB (measured 48-53), tested in ``tests/data/test_crop_first.py``. Cost: one header read (tens of µs) more
+than decoding first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+from torch import Tensor, nn
+from torchvision import tv_tensors
+from torchvision.transforms import InterpolationMode, RandomResizedCrop, v2
+
+from ranklit.data.decoding import _decode, _largest_reduction
+
+__all__ = ["CropFirst", "crop_first"]
+
+_PIL_FILTERS = {
+    InterpolationMode.BILINEAR: Image.Resampling.BILINEAR,
+    InterpolationMode.BICUBIC: Image.Resampling.BICUBIC,
+}
+_Box = tuple[float, float, float, float]  # (left, top, right, bottom) in pixels of the full image
+
+
+class CropFirst(nn.Module):
+    """A ranklit transform that can also take the image file and decode it at the size its crop needs.
+
+    Called on an image (PIL or tensor) it is the wrapped transform; :meth:`from_file` is what a
+    :class:`ranklit.data.ImageRetrievalDataset` calls with the file's path (see the module docstring).
+    """
+
+    def __init__(self, transform: v2.Compose) -> None:
+        super().__init__()
+        self.transform, self.crop = transform, transform.transforms[1]
+        rest = transform.transforms[2:]  # (the centre crop,) the flip, the normalisation
+        self.tail = v2.Compose([v2.ToImage(), *rest])
+        self.filter = _PIL_FILTERS[self.crop.interpolation]
+        self.resize_tail: v2.Compose | None = None  # a training crop not reduced: torchvision's resize, then the rest
+        if isinstance(self.crop, v2.RandomResizedCrop):
+            resize = v2.Resize(self.crop.size, interpolation=self.crop.interpolation, antialias=self.crop.antialias)
+            self.resize_tail = v2.Compose([v2.ToImage(), resize, *rest])
+
+    def forward(self, image: Any) -> Any:
+        return self.transform(image)
+
+    def from_file(self, path: str | Path) -> Tensor:
+        """The transform of the image at ``path``, decoded at the largest reduction its crop allows."""
+        plan: list[tuple[_Box, tuple[int, int]]] = []
+
+        def reduction(width: int, height: int) -> int:
+            box, size = self._box(width, height)
+            plan.append((box, size))
+            return _largest_reduction(min((box[2] - box[0]) / size[0], (box[3] - box[1]) / size[1]), 1)
+
+        image, factor = _decode(path, reduction)
+        (left, top, right, bottom), size = plan[0]
+        if factor > 1:
+            box = (left / factor, top / factor, right / factor, bottom / factor)
+            return self.tail(image.resize(size, self.filter, box=box))
+        if self.resize_tail is None:  # the evaluation transform (it draws nothing) on the full image
+            return self.transform(image)
+        # RandomResizedCrop is this crop then this resize: bit-identical, without converting the whole image to a tensor
+        return self.resize_tail(image.crop((int(left), int(top), int(right), int(bottom))))
+
+    def _box(self, width: int, height: int) -> tuple[_Box, tuple[int, int]]:
+        """The box the crop (or the resize) maps to its output, and that output's ``(width, height)``."""
+        if isinstance(self.crop, v2.RandomResizedCrop):
+            canvas = torch.zeros(1, 1, dtype=torch.uint8).expand(height, width)  # the size, no pixels
+            top, left, h, w = RandomResizedCrop.get_params(canvas, list(self.crop.scale), list(self.crop.ratio))
+            return (left, top, left + w, top + h), (self.crop.size[1], self.crop.size[0])
+        whole = tv_tensors.BoundingBoxes([[0, 0, width, height]], format="XYXY", canvas_size=(height, width))
+        resized = v2.functional.resize(whole, self.crop.size, max_size=self.crop.max_size)
+        return (0, 0, width, height), (resized.canvas_size[1], resized.canvas_size[0])
+
+
+def crop_first(transform: Any) -> Any:
+    """``transform`` as a :class:`CropFirst` when it is ranklit's training or evaluation transform with a bilinear or
+    bicubic resize (``ToImage``, then ``RandomResizedCrop`` or ``Resize`` + ``CenterCrop``), else unchanged.
+
+    Example:
+        >>> from ranklit.data.transforms import test_transform, train_transform
+        >>> type(crop_first(train_transform(224))).__name__, type(crop_first(test_transform(256, 224))).__name__
+        ('CropFirst', 'CropFirst')
+        >>> type(crop_first(v2.Compose([v2.ToImage()]))).__name__
+        'Compose'
+    """
+    modules = list(getattr(transform, "transforms", []))
+    if len(modules) < 3 or not isinstance(modules[0], v2.ToImage):
+        return transform
+    crop = modules[1]
+    known = isinstance(crop, v2.RandomResizedCrop) or (
+        isinstance(crop, v2.Resize) and isinstance(modules[2], v2.CenterCrop)
+    )
+    if not known or crop.interpolation not in _PIL_FILTERS or not crop.antialias:
+        return transform
+    return CropFirst(transform)
