@@ -223,8 +223,8 @@ def main(argv: list[str] | None = None) -> str:
     for title, table in (("Metrics", metrics_table), ("Losses", losses_table), ("Training step", training_table)):
         print(f"{title} ...", flush=True)
         parts.append(f"### {title}\n\n" + "\n".join(table(size, device, repeat)))
+        print(parts[-1], flush=True)  # each table as soon as it is measured (a run cut short keeps the first ones)
     section = "\n\n".join(parts)
-    print(section)
     results = args.results if args.results is not None else (None if args.dry_run else RESULTS)
     if results is not None:
         write_section(results, section)
