@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 
 import ranklit.cli._app  # noqa: F401  (imported once, before the children fork: see the docstring)
 from ranklit.cli import main
@@ -50,6 +52,19 @@ def run_cases(cases: list[list[str]]) -> list[dict]:
                 code = os.waitstatus_to_exitcode(status)
                 results.append({"args": args, "returncode": code, "stderr": handle.read(), "stdout": out.read()})
     return results
+
+
+def drive(cases: list[list[str]], cwd: Path, **env: str) -> list[dict]:
+    """Run ``cases`` through this module as a subprocess in ``cwd`` (``env`` added to the environment, the repository
+    on ``PYTHONPATH``) and return its results; the driver itself must exit 0."""
+    (cwd / "cases.json").write_text(json.dumps(cases))
+    repository = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))
+    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cwd / "cases.json")], cwd=cwd,
+                            env={**os.environ, "PYTHONPATH": path, **env}, capture_output=True, text=True,
+                            timeout=600)  # fmt: skip
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    return json.loads(driver.stdout.splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ The command lines run as separate processes for one start-up per test (``tests/c
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import shutil
@@ -21,6 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.cli.cli_cases import drive
 from tests.data.layouts import bomb, revisited
 
 SMALL = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
@@ -77,12 +77,7 @@ class _Evil:
 
 
 def _run(cases: list[list[str]], cwd: Path, **env: str) -> list[dict]:
-    (cwd / "cases.json").write_text(json.dumps(cases))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cwd / "cases.json")], cwd=cwd,
-                            env={**os.environ, "PYTHONPATH": str(Path.cwd()), **env}, capture_output=True,
-                            text=True, timeout=600)  # fmt: skip
-    assert driver.returncode == 0, driver.stderr[-3000:]
-    return json.loads(driver.stdout.splitlines()[-1])
+    return drive(cases, cwd, **env)
 
 
 def _one_error_line(result: dict) -> str:

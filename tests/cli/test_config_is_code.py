@@ -7,7 +7,6 @@ runs as the console script with its own ``TMPDIR``: a command that exits 2 leave
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.cli.cli_cases import drive
 
 CHEAP = ["--model.net.init_args.backbone=test_resnet", "--trainer.accelerator=cpu", "--trainer.logger=false"]
 
@@ -53,11 +54,7 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     cases["data check transform"] = ["data", "check", "--config", str(check)]
     for name, (args, _) in OPTIONS.items():
         cases[name] = ["fit", "--config", "quickstart.yaml", *CHEAP, *args]
-    (root / "cases.json").write_text(json.dumps(list(cases.values())))
-    result = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(root / "cases.json")], cwd=root,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    return root, dict(zip(cases, json.loads(result.stdout.splitlines()[-1]), strict=True))
+    return root, dict(zip(cases, drive(list(cases.values()), root), strict=True))
 
 
 @pytest.mark.parametrize("key", HOSTILE)
