@@ -85,7 +85,7 @@ class EmbeddingWriter(BasePredictionWriter):
             return
         StopSignals.install(trainer)  # before Lightning registers its handlers: a signal only records a request
         mark_stopped(None)
-        decided = (self._clear(), uuid.uuid4().hex[:12]) if trainer.is_global_zero else None
+        decided = (self._clear(), uuid.uuid4().hex[:12]) if trainer.is_global_zero else (None, "")
         refusal, self._run = trainer.strategy.broadcast(decided, src=0)
         self._writers = {}
         if refusal:

@@ -223,7 +223,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         """Say where the predictions are (one line on stdout, from rank 0): the folder and its number of rows."""
         for writer in self.trainer.callbacks:  # type: ignore[attr-defined]
             if isinstance(writer, EmbeddingWriter) and self.trainer.is_global_zero:
-                print(f"Predictions written to {writer.path}: {count_rows(writer.path)} rows.")
+                sys.stdout.write(f"Predictions written to {writer.path}: {count_rows(writer.path)} rows.\n")
 
 
 def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> None:

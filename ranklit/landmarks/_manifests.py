@@ -58,7 +58,9 @@ def _parse(manifest: Path) -> dict[str, Any]:
     shards = meta.get("shards")
     if meta.get("version") not in (1, 2) or not isinstance(meta.get("dim"), int) or not isinstance(shards, list):
         raise _malformed(manifest, "version, dim or shards missing")
-    if not all(isinstance(s, dict) and isinstance(s.get("stem"), str) and isinstance(s.get("rows"), int) for s in shards):
+    if not all(
+        isinstance(s, dict) and isinstance(s.get("stem"), str) and isinstance(s.get("rows"), int) for s in shards
+    ):
         raise _malformed(manifest, "a shard without stem or rows")
     if meta["version"] == 2:
         wrong = [key for key, kind in _FIELDS.items() if not isinstance(meta.get(key), kind)]

@@ -82,7 +82,11 @@ def test_a_reused_folder_is_refused_before_writing_and_replaced_with_overwrite(t
     with pytest.raises(SystemExit) as refused:
         main([*PREDICT, *synthetic_args(images_per_class=2), "--predictions_path=out"])
     err = capsys.readouterr().err
-    assert refused.value.code == 2 and err.startswith("error: out already holds predictions") and len(err.splitlines()) == 1
+    assert (
+        refused.value.code == 2
+        and err.startswith("error: out already holds predictions")
+        and len(err.splitlines()) == 1
+    )
     assert "--overwrite true" in err and {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out").iterdir()} == before
     main([*PREDICT, *synthetic_args(images_per_class=2), "--predictions_path=out", "--overwrite=true"])
     small = SyntheticHierarchy(split="test", **{**SMALL, "images_per_class": 2})
