@@ -125,14 +125,18 @@ class RanklitCLI(CheckpointSettingsCLI):
             default="predictions",
             help="Folder where `ranklit predict` writes embeddings, labels and dataset indices (numpy shards).",
         )
-        parser.add_argument(
-            "--overwrite",
-            type=bool,
-            default=False,
-            help="`ranklit predict`: replace the predictions already in --predictions_path (refused otherwise).",
-        )
         for name, key in _MOVED.items():
             parser.add_argument(f"--{name}", type=Any, default=None, help=f"Not used by ranklit: set {key}.")
+
+    @override
+    def add_subcommand_arguments(self, parser: Any, subcommand: str) -> None:
+        if subcommand == "predict":
+            parser.add_argument(
+                "--overwrite",
+                type=bool,
+                default=False,
+                help="Replace the predictions already in --predictions_path (refused otherwise).",
+            )
 
     @override
     def before_instantiate_classes(self) -> None:
