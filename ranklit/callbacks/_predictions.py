@@ -58,7 +58,7 @@ class EmbeddingWriter(BasePredictionWriter):
         super().__init__(write_interval="batch")
         self.path, self.shard_rows, self.prefix, self.overwrite = Path(path), shard_rows, prefix, overwrite
         self._writers: dict[int, DescriptorWriter] = {}
-        self._run = ""
+        self._run_id = ""
 
     def _folders(self) -> list[Path]:
         return [self.path, *(self.path / role for role in _ROLES)] if not self.prefix else [self.path]
@@ -86,7 +86,7 @@ class EmbeddingWriter(BasePredictionWriter):
         StopSignals.install(trainer)  # before Lightning registers its handlers: a signal only records a request
         mark_stopped(None)
         decided = (self._clear(), uuid.uuid4().hex[:12]) if trainer.is_global_zero else (None, "")
-        refusal, self._run = trainer.strategy.broadcast(decided, src=0)
+        refusal, self._run_id = trainer.strategy.broadcast(decided, src=0)
         self._writers = {}
         if refusal:
             raise UserError(refusal)
@@ -97,7 +97,7 @@ class EmbeddingWriter(BasePredictionWriter):
             folder = self.path / _ROLES[dataloader_idx] if several else self.path
             name = f"{self.prefix}rank{trainer.global_rank}"
             self._writers[dataloader_idx] = DescriptorWriter(
-                folder, name, shard_rows=self.shard_rows, run=self._run, group=self.prefix,
+                folder, name, shard_rows=self.shard_rows, run=self._run_id, group=self.prefix,
                 rank=trainer.global_rank, ranks=trainer.world_size,
             )  # fmt: skip
         return self._writers[dataloader_idx]
