@@ -42,7 +42,7 @@ class CheckpointSettingsCLI(LightningCLI):
     Lightning 2.5.5 added ``LightningCLI._parse_ckpt_path`` (it runs when the command is parsed, before any class is
     instantiated); on older versions the hyper-parameters of a checkpoint are not merged at all, which is why 2.5.5
     is ranklit's lower bound. Subclasses override :meth:`before_checkpoint_settings` (its return value is passed on)
-    and :meth:`after_checkpoint_settings`.
+    and :meth:`after_checkpoint_settings`, and :meth:`add_subcommand_arguments` for options of one subcommand.
     """
 
     def before_checkpoint_settings(self) -> Any:
@@ -56,6 +56,15 @@ class CheckpointSettingsCLI(LightningCLI):
         before = self.before_checkpoint_settings()
         super()._parse_ckpt_path()
         self.after_checkpoint_settings(before)
+
+    def add_subcommand_arguments(self, parser: Any, subcommand: str) -> None:
+        """Add the arguments of one subcommand (``fit``, ``predict``, ...) only, after the shared ones."""
+
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any) -> Any:
+        # LightningCLI._prepare_subcommand_parser (2.5.5-2.6.6) builds each subcommand's parser
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        self.add_subcommand_arguments(parser, subcommand)
+        return parser
 
 
 def attached_trainer(module: Any) -> Any:

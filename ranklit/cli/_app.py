@@ -49,7 +49,7 @@ from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._evaluation_stops import EvaluationStops
 from ranklit.callbacks._locks import RunLock, acquire
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
-from ranklit.callbacks._predictions import EmbeddingWriter
+from ranklit.callbacks._predictions import EmbeddingWriter, count_rows
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
@@ -133,6 +133,16 @@ class RanklitCLI(CheckpointSettingsCLI):
         )
         for name, key in _MOVED.items():
             parser.add_argument(f"--{name}", type=Any, default=None, help=f"Not used by ranklit: set {key}.")
+
+    @override
+    def add_subcommand_arguments(self, parser: Any, subcommand: str) -> None:
+        if subcommand == "predict":
+            parser.add_argument(
+                "--overwrite",
+                type=bool,
+                default=False,
+                help="Replace the predictions already in --predictions_path (refused otherwise).",
+            )
 
     @override
     def before_instantiate_classes(self) -> None:
@@ -225,10 +235,17 @@ class RanklitCLI(CheckpointSettingsCLI):
         """Add the writer of ``--predictions_path`` unless the config has one; predictions are written as they are
         computed, not also kept in memory (``return_predictions`` defaults to false)."""
         callbacks: list[Callback] = self.trainer.callbacks  # type: ignore[attr-defined]
+        config = self.config[self.subcommand]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
-            callbacks.append(EmbeddingWriter(self.config[self.subcommand]["predictions_path"]))
+            callbacks.append(EmbeddingWriter(config["predictions_path"], overwrite=config.get("overwrite", False)))
         if self.config_init[self.subcommand].get("return_predictions") is None:
             self.config_init[self.subcommand]["return_predictions"] = False
+
+    def after_predict(self) -> None:
+        """Say where the predictions are (one line on stdout, from rank 0): the folder and its number of rows."""
+        for writer in self.trainer.callbacks:  # type: ignore[attr-defined]
+            if isinstance(writer, EmbeddingWriter) and self.trainer.is_global_zero:
+                sys.stdout.write(f"Predictions written to {writer.path}: {count_rows(writer.path)} rows.\n")
 
 
 def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> None:
@@ -263,7 +280,7 @@ def main(args: list[str] | None = None) -> None:
             data_check.main(args[1:])
     if args[:1] and args[0] in _DEPLOY:  # ranklit.cli._export_command, _index_command, _search_command
         warning_filters.install(args)
-        with user_errors():
+        with user_errors(), refusals_and_stops():  # `ranklit index` stopped by a signal: 128 + n
             check_command_line(args)
             importlib.import_module(f"ranklit.cli._{args[0]}_command").main(args[1:])
         return

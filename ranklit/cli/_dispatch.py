@@ -48,7 +48,7 @@ RUN_OPTIONS = {
     "fit": _EVERY_RUN,
     "validate": _EVERY_RUN | {"verbose"},
     "test": _EVERY_RUN | {"verbose"},
-    "predict": _EVERY_RUN | {"return_predictions"},
+    "predict": _EVERY_RUN | {"return_predictions", "overwrite"},
 }
 """The first part of every key (``--KEY``, ``--KEY.sub``, ``--KEY+``) a run command's parser accepts: the top-level
 options of ``ranklit COMMAND --help`` (a test compares them)."""

@@ -12,8 +12,9 @@ Layout of an index folder ``I``::
 
 **Building** runs Lightning's predict loop (progress bar; ``devices`` > 1 splits each block between processes) over
 blocks of ``block_rows`` images, each written by :class:`ranklit.callbacks.EmbeddingWriter` and complete once its
-manifests exist. **Resuming**: the same command on the same folder skips the complete blocks; a folder holding an
-index of another model or of other images is refused (a :class:`UserError`), never mixed.
+manifests are marked complete; ``SIGTERM``/Ctrl-C stops it after a batch (exit 143/130). **Resuming**: the same
+command on the same folder skips the complete blocks and embeds the others again (replacing their files); a folder
+holding an index of another model or of other images is refused (a :class:`UserError`), never mixed.
 """
 
 from __future__ import annotations
@@ -138,6 +139,19 @@ def _quiet_lightning() -> Any:
         logger.setLevel(level)
 
 
+def _block_done(folder: Path, prefix: str, ranks: int) -> bool:
+    """Whether the manifests of every rank of the block ``prefix`` are there and marked complete (an interrupted
+    block is embedded again: its writer replaces its files)."""
+    for rank in range(ranks):
+        try:
+            meta = json.loads((folder / f"{prefix}rank{rank}.json").read_text())
+        except (OSError, ValueError):
+            return False
+        if not isinstance(meta, dict) or meta.get("complete") is not True or meta.get("ranks") != ranks:
+            return False
+    return True
+
+
 def _embed_blocks(model: LoadedModel, data: Dataset, files: IndexFiles, settings: dict[str, Any]) -> bool:
     """Embed every block not yet complete; ``True`` on the process that writes the card (global rank 0)."""
     import lightning as L
@@ -159,11 +173,10 @@ def _embed_blocks(model: LoadedModel, data: Dataset, files: IndexFiles, settings
             trainer = L.Trainer(
                 accelerator=settings["accelerator"], devices=settings["devices"], logger=False,
                 enable_checkpointing=False, enable_progress_bar=settings["progress"], enable_model_summary=False,
-                callbacks=[EmbeddingWriter(str(files.descriptors), prefix=prefix)],
+                callbacks=[EmbeddingWriter(str(files.descriptors), prefix=prefix, overwrite=True)],
             )  # fmt: skip
             rank_zero = trainer.is_global_zero
-            done = {f"{prefix}rank{r}.json" for r in range(trainer.world_size)}
-            if files.descriptors.is_dir() and done <= {p.name for p in files.descriptors.glob(f"{prefix}*.json")}:
+            if _block_done(files.descriptors, prefix, trainer.world_size):
                 continue
             block = Subset(data, range(start, min(start + rows, len(data))))  # type: ignore[arg-type]
             loader = DataLoader(block, batch_size=settings["batch_size"], num_workers=settings["num_workers"])

@@ -11,26 +11,33 @@ not counted), rows taken by position through the memory map.
 
 **On-disk format** (a folder, one writer per process)::
 
-    <name>.json                  manifest, written last: {"format": "ranklit-descriptors", "version": 1,
-                                 "dim": D, "shards": [{"rows": n, "stem": "<name>-00000"}, ...]}
-    <name>-00000.embeddings.npy  [n, D] float32
-    <name>-00000.index.npy       [n] int64 dataset indices of the rows
-    <name>-00000.labels.npy      [n] or [n, L] int64 (absent for unlabelled sets)
+    <name>.json                      manifest: {"format": "ranklit-descriptors", "version": 2, "dim": D,
+                                     "run": R, "group": G, "rank": r, "ranks": W, "complete": true,
+                                     "shards": [{"rows": n, "stem": "<name>-<R>-00000"}, ...]}
+    <name>-<R>-00000.embeddings.npy  [n, D] float32
+    <name>-<R>-00000.index.npy       [n] int64 dataset indices of the rows
+    <name>-<R>-00000.labels.npy      [n] or [n, L] int64 (absent for unlabelled sets)
 
-Under DDP rank ``r`` writes ``<name>`` = ``rank<r>``; a reader takes every manifest of the folder in name order and
-drops rows whose dataset index was already read (the padding repeats of a distributed sampler). A folder without its
-manifest (an interrupted writer) is refused.
+``R`` is the run's identity (a random id drawn once per prediction, the same in all its processes). Under DDP rank
+``r`` writes ``<name>`` = ``<G>rank<r>``; a reader takes every manifest of the folder in name order and drops rows
+whose dataset index was already read (the padding repeats of a distributed sampler). The manifest is written
+``complete: false`` when the writer starts and rewritten ``complete: true`` when it closes; a folder holding an
+incomplete manifest, manifests of different runs in one group, or shards no manifest names is refused
+(:mod:`ranklit.landmarks._manifests`).
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from ranklit.landmarks._manifests import FORMAT, read_manifests
 
 __all__ = [
     "Descriptors",
@@ -43,7 +50,6 @@ __all__ = [
     "open_descriptors",
 ]
 
-FORMAT = "ranklit-descriptors"
 DEFAULT_CHUNK_ROWS = 8192  # 64 MB of 2048-d float32 rows
 
 
@@ -157,10 +163,7 @@ class DescriptorShards(Descriptors):
             )
         stems: list[Path] = []
         dims = set()
-        for manifest in manifests:
-            meta = json.loads(manifest.read_text())
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{manifest} is not a ranklit descriptor manifest (format {meta.get('format')!r}).")
+        for meta in read_manifests(self.folder):
             dims.add(int(meta["dim"]))
             stems += [self.folder / shard["stem"] for shard in meta["shards"]]
         if len(dims) > 1:
@@ -222,7 +225,10 @@ def open_descriptors(path: str | Path) -> Descriptors:
 class DescriptorWriter:
     """Append descriptors to a folder as ``.npy`` shards of ``shard_rows`` rows (format: module docstring).
 
-    Memory: one shard. :meth:`close` writes the last shard and the manifest; until then readers refuse the folder.
+    Memory: one shard. The manifest is written at once, marked incomplete; :meth:`close` writes the last shard and
+    the manifest marked complete (``complete=False``: a stopped writer, whose shards readers still refuse). ``run``
+    (default: a new random id), ``group``, ``rank`` and ``ranks`` identify the prediction and its process (module
+    docstring).
 
     Example:
         >>> import tempfile
@@ -236,16 +242,28 @@ class DescriptorWriter:
         (5, 3, 3, [0, 1, 2, 3, 4])
     """
 
-    def __init__(self, folder: str | Path, name: str = "rank0", *, shard_rows: int = DEFAULT_CHUNK_ROWS) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        name: str = "rank0",
+        *,
+        shard_rows: int = DEFAULT_CHUNK_ROWS,
+        run: str | None = None,
+        group: str | None = None,
+        rank: int = 0,
+        ranks: int = 1,
+    ) -> None:
         if shard_rows < 1:
             raise ValueError(f"`shard_rows` must be a positive number of rows, got {shard_rows}.")
         self.folder, self.name, self.shard_rows = Path(folder), name, shard_rows
+        self.identity = {"run": run or uuid.uuid4().hex[:12], "group": name if group is None else group,
+                         "rank": rank, "ranks": ranks}  # fmt: skip
         self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / f"{name}.json").unlink(missing_ok=True)  # the folder is unreadable until closed
         self._buffer: list[tuple[Tensor, Tensor, Tensor | None]] = []
         self._buffered = 0
         self._shards: list[dict[str, int | str]] = []
         self.dim: int | None = None
+        self._write_manifest(complete=False)  # the folder is refused by readers until closed
 
     def append(self, embeddings: Tensor, index: Tensor, labels: Tensor | None = None) -> None:
         """Add ``[B, D]`` descriptors with their ``[B]`` dataset indices (and labels); writes full shards."""
@@ -264,7 +282,7 @@ class DescriptorWriter:
         index = torch.cat([b[1] for b in self._buffer])
         label_parts = [b[2] for b in self._buffer if b[2] is not None]
         labels = torch.cat(label_parts) if label_parts else None
-        stem = f"{self.name}-{len(self._shards):05d}"
+        stem = f"{self.name}-{self.identity['run']}-{len(self._shards):05d}"
         np.save(self.folder / f"{stem}.embeddings.npy", embeddings[:rows].numpy())
         np.save(self.folder / f"{stem}.index.npy", index[:rows].numpy())
         if labels is not None:
@@ -274,11 +292,16 @@ class DescriptorWriter:
         self._buffer = [rest] if rest[0].shape[0] else []
         self._buffered = int(rest[0].shape[0])
 
-    def close(self) -> None:
-        """Write the last shard and the manifest (atomically: a reader sees all the shards or none)."""
+    def close(self, complete: bool = True) -> None:
+        """Write the last shard and the manifest (atomically: a reader sees all the shards or none), marked
+        ``complete`` (``False``: a stopped writer)."""
         if self._buffered:
             self._flush(self._buffered)
-        manifest = {"format": FORMAT, "version": 1, "dim": self.dim or 0, "shards": self._shards}
+        self._write_manifest(complete)
+
+    def _write_manifest(self, complete: bool) -> None:
+        manifest = {"format": FORMAT, "version": 2, "dim": self.dim or 0, **self.identity, "complete": complete,
+                    "shards": self._shards}  # fmt: skip
         temporary = self.folder / f".{self.name}.json.tmp"
         temporary.write_text(json.dumps(manifest))
         temporary.replace(self.folder / f"{self.name}.json")

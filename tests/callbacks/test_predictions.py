@@ -11,6 +11,7 @@ import torch
 from ranklit.callbacks import load_predictions
 from ranklit.cli import main
 from ranklit.data import SyntheticHierarchy
+from ranklit.errors import UserError
 from ranklit.landmarks import RevisitedTestSet
 from ranklit.landmarks._whitening import learn_whitening
 from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
@@ -44,7 +45,7 @@ def test_shards_of_several_ranks_merge_and_drop_padding_repeats(tmp_path: Path) 
     """Two writers as two DDP ranks (DistributedSampler order, the first sample repeated as padding)."""
     x = torch.randn(7, 4)
     for rank, index in ((0, [0, 2, 4, 6]), (1, [1, 3, 5, 0])):
-        writer = DescriptorWriter(tmp_path, f"rank{rank}", shard_rows=3)
+        writer = DescriptorWriter(tmp_path, f"rank{rank}", shard_rows=3, run="r", group="", rank=rank, ranks=2)
         writer.append(x[index], torch.tensor(index), torch.tensor(index) % 2)
         writer.close()
     loaded = load_predictions(tmp_path)
@@ -54,8 +55,9 @@ def test_shards_of_several_ranks_merge_and_drop_padding_repeats(tmp_path: Path) 
     assert shards.num_rows == 7
     rows = torch.tensor([[6, 4], [0, 3]])  # rows: those of rank 0, then those of rank 1
     torch.testing.assert_close(shards.take(rows), x[torch.tensor([[5, 1], [0, 6]])])
-    (tmp_path / "rank1.json").unlink()  # an interrupted writer: its shards are not read
-    assert DescriptorShards(tmp_path).num_rows == 4
+    (tmp_path / "rank1.json").unlink()  # an interrupted writer: the folder is refused, not read in part
+    with pytest.raises(UserError, match=r"processes \[0\] of \[2\]"):
+        DescriptorShards(tmp_path)
 
 
 def test_revisited_eval_config_logs_the_table_and_equals_the_oracle(tmp_path: Path, monkeypatch) -> None:

@@ -4,10 +4,10 @@ Phases: ``"train"`` (during training step ``step``, 1-based, between its forward
 interruption in the middle of a step, as a real Ctrl-C or a scheduler's preemption mostly is), ``"baseline"`` (during
 the first batch of the step-0 baseline validation), ``"validation"`` (during the first batch of the validation that
 follows step ``step``), ``"test"`` (during the first batch of ``ranklit test``), ``"checkpoint"`` (while a
-checkpoint of step ``step`` is being assembled) and ``"teardown"`` (after the last training batch). ``to``:
-``"self"`` (this process), ``"group"`` (every process of the run, as a scheduler or ``docker stop`` does: the
-process group, sent by rank 0), or a rank number (that process only). The time of the signal is appended to
-``stamp`` (a file) when given, to measure the time from signal to exit.
+checkpoint of step ``step`` is being assembled), ``"teardown"`` (after the last training batch) and ``"predict"`` (at
+the start of prediction batch ``step``, 1-based). ``to``: ``"self"`` (this process), ``"group"`` (every process of
+the run, as a scheduler or ``docker stop`` does: the process group, sent by rank 0), or a rank number (that process
+only). The time of the signal is appended to ``stamp`` (a file) when given, to measure the time from signal to exit.
 """
 
 from __future__ import annotations
@@ -72,6 +72,13 @@ class SignalAt(Callback):
     @override
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
         if self.phase == "checkpoint" and trainer.global_step == self.step:
+            self._send(trainer)
+
+    @override
+    def on_predict_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        if self.phase == "predict" and batch_idx + 1 == self.step:
             self._send(trainer)
 
     @override

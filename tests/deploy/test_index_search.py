@@ -108,8 +108,9 @@ def test_an_interrupted_build_resumes_from_its_last_complete_block(run: Run, ima
     model = load_model(run.config, run.ckpt)
     folder = tmp_path / "index"
     build_index(model, images.gallery, folder, block_rows=10, progress=False)
-    # as a kill during the last block leaves it: no manifest for that block, the card not complete
-    (folder / "descriptors" / "block00002-rank0.json").unlink()
+    # as a kill during the last block leaves it: its manifest marked incomplete, the card not complete
+    manifest = folder / "descriptors" / "block00002-rank0.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "complete": False}))
     card = json.loads((folder / "index.json").read_text())
     card["index"]["complete"] = False
     (folder / "index.json").write_text(json.dumps(card))
@@ -118,7 +119,7 @@ def test_an_interrupted_build_resumes_from_its_last_complete_block(run: Run, ima
     first = {p: p.stat().st_mtime_ns for p in (folder / "descriptors").glob("block0000[01]*")}
     build_index(model, images.gallery, folder, block_rows=10, progress=False)
     assert {p: p.stat().st_mtime_ns for p in first} == first  # the complete blocks were not embedded again
-    assert (folder / "descriptors" / "block00002-rank0.json").is_file()
+    assert json.loads(manifest.read_text())["complete"] is True  # the cut block was embedded again
     queries = [images.queries / n for n in sorted(images.originals)]
     resumed, whole = Retriever.from_index(folder).search(queries, k=K), Retriever.from_index(index).search(queries, K)
     assert resumed == whole
