@@ -51,7 +51,7 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
         cases[f"fit {key}"] = ["fit", "--config", "quickstart.yaml", "--config", str(config), *CHEAP]
     check = root / "check.yaml"
     check.write_text((root / "data.train_dataset.init_args.transform.yaml").read_text().replace("ran-", "check-ran-"))
-    cases["data check transform"] = ["data", "check", "--config", str(check)]
+    cases["data check transform"] = ["data", "check", "--config", "quickstart.yaml", "--config", str(check)]
     for name, (args, _) in OPTIONS.items():
         cases[name] = ["fit", "--config", "quickstart.yaml", *CHEAP, *args]
     return root, dict(zip(cases, drive(list(cases.values()), root), strict=True))
