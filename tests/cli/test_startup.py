@@ -96,6 +96,9 @@ def test_the_lean_core_imports_no_lightning() -> None:
             assert chain[innermost + 1].startswith("torchmetrics"), chain  # not a ranklit module's own import
 
 
+NEWER_LIGHTNING = {"weights_only"}  # LightningCLI's options that its oldest supported version (2.5.5) lacks
+
+
 def test_the_early_option_check_knows_every_top_level_option_of_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
     """``RUN_OPTIONS`` is the first part of the options that ``ranklit COMMAND --help`` lists (LightningCLI's): an
     option added to the parser without it would be refused before parsing."""
@@ -108,4 +111,5 @@ def test_the_early_option_check_knows_every_top_level_option_of_the_parser(capsy
             for line in capsys.readouterr().out.splitlines()
             if line.startswith("  -") and "--" in line
         }
-        assert listed == known, (command, sorted(listed ^ known))
+        assert listed <= known, (command, sorted(listed - known))  # none refused before parsing
+        assert known - listed <= NEWER_LIGHTNING, (command, sorted(known - listed))  # and no option made up
