@@ -96,7 +96,7 @@ def test_a_reused_folder_is_refused_before_writing_and_replaced_with_overwrite(t
     assert not (set(before) - {"rank0.json"}) & {p.name for p in (tmp_path / "out").iterdir()}  # no old shard
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 29 s on 2 idle cores: in the long suite (RANKLIT_LONG_TESTS=1); the one-process reuse test stays
 @pytest.mark.timeout(900)
 def test_ddp_predict_then_smaller_one_process_predicts_never_mix(tmp_path: Path, monkeypatch, capsys) -> None:
     """A scheduler's SIGTERM to a 2-process predict, the 2-process predict to the end, then into the same folder a
