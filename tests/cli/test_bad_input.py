@@ -179,8 +179,8 @@ def test_ctrl_c_at_start_up_is_one_line_and_exit_130(tmp_path: Path) -> None:
     time.sleep(1.5)  # importing the training stack takes several seconds
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    # 130, or death by SIGINT (-2), which a shell also reports as 130: CPython ends itself with SIGINT after a clean
-    # SystemExit(130) when the Ctrl-C fell inside code it ran through PyRun_* during an import (its unhandled-interrupt
-    # flag stays set); seen once in 2 CI runs
+    # 130, or death by SIGINT (-2), which a shell also reports as 130: seen once in 2 CI runs, the one line printed and
+    # SystemExit(130) raised; most likely CPython's unhandled-interrupt flag, left set when the Ctrl-C fell inside code
+    # it ran through PyRun_* during an import, makes it end itself with SIGINT
     assert process.returncode in (130, -signal.SIGINT), err[-3000:]
     assert err.strip() == "interrupted (Ctrl-C)", err[-3000:]
