@@ -15,7 +15,9 @@ Four tables, each timed as the median of ``--repeat`` runs after a warm-up, with
    of queries (its input is the flat ``Q x N`` score list, so all queries at once do not fit), extrapolated to N
    queries; both mAPs on that sample are printed as a check.
 2. **Losses**: SupAP, H-AP and Smooth-AP forward + backward at B = 384 to 16,384 (d = 512, P x 4 batches), time and
-   peak GPU memory (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit.
+   peak GPU memory (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit;
+   a size whose time, estimated as B^3 from the last size measured, exceeds 20 s is skipped and says so (HAPLoss's
+   coarse level has B / 8 positives per query, so its B x P x B smooth ranks grow as B^3).
 3. **Training step** of a ResNet-50 at 224 px (batch 128, SGD): the network alone (loss = a sum of the embeddings),
    with ROADMAPLoss, and with ROADMAPLoss + ``RetrievalMetrics.update``; float32 against bf16 autocast, and bf16 with
    channels-last.
@@ -43,8 +45,9 @@ from torch import Tensor
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- benchmarks/gpu.py: start -->", "<!-- benchmarks/gpu.py: end -->"
 FULL = dict(n=136_000, dim=512, classes=3_400, sample=512, sizes=(384, 1024, 4096, 16384), net="resnet50",
-            image=224, batch=128)  # fmt: skip
-DRY = dict(n=600, dim=16, classes=30, sample=32, sizes=(32, 64), net="test_resnet", image=16, batch=8)
+            image=224, batch=128, loss_budget_s=20.0)  # fmt: skip
+DRY = dict(n=600, dim=16, classes=30, sample=32, sizes=(32, 64), net="test_resnet", image=16, batch=8,
+           loss_budget_s=60.0)
 
 
 def _sync(device: torch.device) -> None:
@@ -123,12 +126,23 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
     return ["| metrics over every query | seconds | mAP of the sampled queries |", "|---|---:|---|", *rows]
 
 
+def _cubic_estimate(last: tuple[int, float], batch: int) -> float:
+    """Seconds a loss would take at ``batch`` from its time at a smaller one: the smooth ranks are ``B x P x B`` terms,
+    and with HAPLoss's coarse levels ``P`` grows with ``B`` (here B / 8 per coarse group), so the work is up to B^3."""
+    return last[1] * (batch / last[0]) ** 3
+
+
 def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
     from ranklit.losses import HAPLoss, SmoothAPLoss, SupAPLoss
 
     rows = ["| loss | B | forward + backward (ms) | peak memory (MiB) |", "|---|---:|---:|---:|"]
     for name, loss_fn in (("SupAPLoss", SupAPLoss()), ("HAPLoss", HAPLoss()), ("SmoothAPLoss", SmoothAPLoss())):
+        last: tuple[int, float] | None = None  # (B, seconds) of the last size measured
         for batch in size["sizes"]:
+            if last is not None and _cubic_estimate(last, batch) > size["loss_budget_s"]:
+                rows.append(f"| {name} | {batch:,} | skipped: about {_cubic_estimate(last, batch):,.1f} s from "
+                            f"B = {last[0]:,} (B^3 work) | — |")  # fmt: skip
+                continue
             embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
             labels = labels if name == "HAPLoss" else labels[:, 0]
             leaf = embeddings.requires_grad_(True)
@@ -139,7 +153,9 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
 
             try:
                 peak = _peak_bytes(step, device)
-                rows.append(f"| {name} | {batch:,} | {1000 * _median_time(step, device, repeat):.1f} | {_mib(peak)} |")
+                seconds = _median_time(step, device, repeat)
+                rows.append(f"| {name} | {batch:,} | {1000 * seconds:.1f} | {_mib(peak)} |")
+                last = (batch, seconds)
             except torch.OutOfMemoryError:
                 rows.append(f"| {name} | {batch:,} | OOM | OOM |")
             del embeddings, leaf
