@@ -77,3 +77,18 @@ def test_dataloading_benchmark_prints_every_pipeline_and_the_ratio(capsys: pytes
     cells = [float(cell) for cell in table[2].split("|")[3:-1]]
     assert table[2].startswith("| 40 x 30 | 0 |") and len(cells) == 5 and all(cell > 0 for cell in cells)
     assert cells[4] == pytest.approx(cells[0] / cells[2], rel=0.05)  # of the rounded rates
+
+
+def test_metrics_split_dry_run_splits_every_configuration() -> None:
+    run = subprocess.run([sys.executable, "metrics_split.py", "--dry-run"], cwd=ROOT / "benchmarks",
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in run.stdout.splitlines()
+            if line.startswith(("| flat", "| 2-level"))]  # fmt: skip
+    assert [row[:2] for row in rows] == [["flat", "all 600"], ["flat", "100 vs 500"], ["2-level", "all 600"],
+                                         ["2-level", "100 vs 500"]]  # fmt: skip
+    for row in rows:
+        product, total, ratio, counting = (float(cell) for cell in row[3:7])
+        assert product >= 0 and total > 0 and ratio > 0 and 0 <= counting <= total
+    assert float(rows[2][6]) > 0  # the 2-level path's counting was timed
+    assert "| histogram (bincount, int32) |" in run.stdout
