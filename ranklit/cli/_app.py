@@ -162,10 +162,10 @@ class RanklitCLI(CheckpointSettingsCLI):
     def before_checkpoint_settings(self) -> Any:
         """Find the run a ``fit`` resumes; keep the model settings given, to compare with the checkpoint's."""
         subcommand = self.config.get("subcommand")
+        config = self.config[subcommand]
+        check_run_options(config, subcommand)
         if subcommand != "fit":
             return None
-        config = self.config[subcommand]
-        check_run_options(config)
         self.resumed = find_resume(config)
         return config.model.clone()
 

@@ -8,6 +8,9 @@
 - ``--resume_new_rates`` without ``--resume true`` or ``--ckpt_path``: there is no checkpoint whose rates it would
   replace, and a fresh run takes the config's rates anyway.
 
+``ranklit test``, ``validate`` and ``predict`` refuse ``--resume`` and ``--resume_new_rates`` (they continue a
+``fit``; these commands read the checkpoint named by ``--ckpt_path``), instead of ignoring them silently.
+
 Each ``fit`` saves its resolved config as ``config.yaml`` in its run folder (:class:`ranklit.cli._runs.RunConfigSaver`)
 through :func:`fresh_run_config`: ``resume``, ``ckpt_path`` and ``resume_new_rates`` back to their defaults and,
 for a resumed run, the logger's ``version`` unset, so ``ranklit fit --config <run>/config.yaml`` starts a new run
@@ -30,10 +33,16 @@ from ranklit.errors import UserError
 __all__ = ["check_run_options", "fresh_run_config"]
 
 
-def check_run_options(config: Any) -> None:
+def check_run_options(config: Any, subcommand: str = "fit") -> None:
     """Refuse the combinations of ``--resume``, ``--ckpt_path`` and ``--resume_new_rates`` that would do other than
-    asked (module docstring)."""
+    asked by ``ranklit <subcommand>`` (module docstring)."""
     resume, ckpt_path, new_rates = config.get("resume"), config.get("ckpt_path"), config.get("resume_new_rates")
+    if subcommand != "fit" and (resume or new_rates):
+        option = f"--resume {str(resume).lower()}" if resume else "--resume_new_rates"
+        raise UserError(
+            f"`{option}` continues an interrupted `ranklit fit`; `ranklit {subcommand}` reads the checkpoint named by "
+            "`--ckpt_path FILE` (e.g. runs/NAME/version_N/checkpoints/last.ckpt): drop it and name the file."
+        )
     if resume and ckpt_path not in (None, "last"):
         raise UserError(
             f"`--resume true` continues from the newest checkpoint of the newest run, not from `--ckpt_path "

@@ -38,6 +38,7 @@ OPTIONS = {  # run options that would do other than asked, and the words the ref
     "resume with a named file": (["--resume=true", "--ckpt_path=elsewhere/last-1.ckpt"],
                                  "give `--ckpt_path elsewhere/last-1.ckpt` alone"),
     "new rates without a resume": (["--resume_new_rates=[model.head_lr]"], "this run starts fresh"),
+    "test with --resume": (["--resume=true"], "`ranklit test` reads the checkpoint named by `--ckpt_path FILE`"),
 }
 
 
@@ -53,7 +54,8 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     check.write_text((root / "data.train_dataset.init_args.transform.yaml").read_text().replace("ran-", "check-ran-"))
     cases["data check transform"] = ["data", "check", "--config", "quickstart.yaml", "--config", str(check)]
     for name, (args, _) in OPTIONS.items():
-        cases[name] = ["fit", "--config", "quickstart.yaml", *CHEAP, *args]
+        cases[name] = [name.split()[0] if name.startswith("test ") else "fit", "--config", "quickstart.yaml", *CHEAP,
+                       *args]  # fmt: skip
     return root, dict(zip(cases, drive(list(cases.values()), root), strict=True))
 
 
