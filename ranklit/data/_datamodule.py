@@ -69,8 +69,11 @@ class RetrievalDataModule(L.LightningDataModule):
     **Decoding**: with ranklit's transforms, a JPEG is decoded at the largest reduction (1/2, 1/4, 1/8) that keeps the
     crop drawn for it at least the output size (the crop is drawn from the file's header first, with the same random
     draws; the GPU docs page, "The data path"). An image that cannot be decoded stops the run naming its
-    path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"`` is replaced by the next image of its
-    class and named in a warning (``ranklit data check`` finds such files beforehand).
+    path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"``, in the training set, is replaced by
+    the next image of its class and named in a warning (``ranklit data check`` finds such files beforehand). An
+    evaluation image (validation, test, gallery; what ``predict`` embeds) is never replaced: a copy of a class mate in
+    its place would change the metric, or index another image under its path, so it stops the run whatever the
+    setting.
     **Root**: under the ``ranklit`` CLI, ``data.root`` is copied into the ``root`` of every dataset, so one option
     points a config at the data (``--data.root DIR``); from Python, give each dataset its root.
 
@@ -89,7 +92,7 @@ class RetrievalDataModule(L.LightningDataModule):
         num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
             minus one); they persist from epoch to epoch and from one validation to the next.
         pin_memory: page-locked batches (asynchronous copies to the GPU); ``None``: when training on CUDA.
-        on_bad_image: ``"stop"`` or ``"skip"`` an image that cannot be decoded (see **Decoding**).
+        on_bad_image: ``"stop"`` or ``"skip"`` a training image that cannot be decoded (see **Decoding**).
 
     Example:
         >>> from functools import partial
@@ -136,8 +139,8 @@ class RetrievalDataModule(L.LightningDataModule):
         for dataset, transform in [*parts, (gallery_dataset, evaluation)]:
             if dataset is None:
                 continue
-            if hasattr(dataset, "on_bad_image"):
-                dataset.on_bad_image = on_bad_image
+            if hasattr(dataset, "on_bad_image"):  # an evaluation image is never replaced: it would change the metric
+                dataset.on_bad_image = on_bad_image if transform is train else "stop"
             if getattr(dataset, "transform", None) is None:
                 dataset.transform = crop_first(transform)  # a file is decoded at the size its crop needs
 

@@ -9,7 +9,8 @@ command prints it as ``error: ...`` (exit 2), from the main process or a loader 
   megapixels) as a possible *decompression bomb* (a small file that expands to gigabytes); downscale the file;
 - **anything else** (truncated, corrupt, not an image): re-extract or remove the file.
 
-Each also says that ``data.on_bad_image: skip`` replaces such a file by another image of its class.
+Each also says that ``data.on_bad_image: skip`` replaces such a file of a training set by another image of its class
+(an evaluation image is never replaced: :class:`ranklit.data.RetrievalDataModule`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ranklit.errors import UserError
 
 __all__ = ["unreadable_image"]
 
-_SKIP = "or set `data.on_bad_image: skip` to replace it by another image of its class"
+_SKIP = "or, in a training set, set `data.on_bad_image: skip` to replace it by another image of its class"
 
 
 def unreadable_image(path: str | Path, error: BaseException) -> UserError:
@@ -31,7 +32,7 @@ def unreadable_image(path: str | Path, error: BaseException) -> UserError:
 
     Example:
         >>> print(unreadable_image("a/b.jpg", PermissionError(13, "Permission denied")))  # doctest: +ELLIPSIS
-        Could not decode image a/b.jpg: permission denied; make it readable (chmod a+r), or set ...
+        Could not decode image a/b.jpg: permission denied; make it readable (chmod a+r), or, in a training set, ...
     """
     if isinstance(error, PermissionError):
         return UserError(f"Could not decode image {path}: permission denied; make it readable (chmod a+r), {_SKIP}.")

@@ -25,7 +25,8 @@ def _classes(root: Path) -> Path:
 def test_a_decompression_bomb_is_a_user_error_naming_the_file_and_its_pixels(tmp_path: Path) -> None:
     bomb(tmp_path / "big.png")
     with pytest.raises(UserError, match=r"big\.png: 900000000 pixels, more than the \d+ Pillow decodes \(a possible "
-                                        r"decompression bomb\); downscale the file, or set `data.on_bad_image: skip`"):
+                                        r"decompression bomb\); downscale the file, or, in a training set, set "
+                                        r"`data.on_bad_image: skip`"):  # fmt: skip
         load_image(tmp_path / "big.png")
 
 
@@ -53,3 +54,20 @@ def test_on_bad_image_skip_also_skips_the_oversized_image(tmp_path: Path) -> Non
     with pytest.warns(UserWarning, match=r"skipped \(`on_bad_image: skip`\): .*c0/0\.png: 900000000 pixels"):
         item = lenient[0]
     assert item["image"].size == (8, 8) and int(item["label"]) == 0  # the next image of the same class
+
+
+def test_skip_replaces_a_training_image_never_an_evaluation_one(tmp_path: Path) -> None:
+    """A replaced query or gallery image would change the metric (a class mate counted twice) or, in ``predict``, index
+    another image under its path: the evaluation sets stop whatever ``on_bad_image`` says."""
+    from ranklit.data import RetrievalDataModule
+
+    root = _classes(tmp_path)
+    (root / "c0" / "1.png").write_bytes(b"not an image")
+    train, val, test, gallery = (ClassFolderDataset(root) for _ in range(4))
+    RetrievalDataModule(train, val_dataset=val, test_dataset=test, gallery_dataset=gallery, on_bad_image="skip")
+    bad = train.paths.index(root / "c0" / "1.png")
+    with pytest.warns(UserWarning, match=r"skipped \(`on_bad_image: skip`\)"):
+        assert train[bad]["index"] == bad
+    for evaluation in (val, test, gallery):
+        with pytest.raises(UserError, match=r"c0/1\.png"):
+            evaluation[bad]
