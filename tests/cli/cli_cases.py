@@ -54,13 +54,15 @@ def run_cases(cases: list[list[str]]) -> list[dict]:
     return results
 
 
-def drive(cases: list[list[str]], cwd: Path, **env: str) -> list[dict]:
+def drive(cases: list[list[str]], cwd: Path, *, scratch: Path | None = None, **env: str) -> list[dict]:
     """Run ``cases`` through this module as a subprocess in ``cwd`` (``env`` added to the environment, the repository
-    on ``PYTHONPATH``) and return its results; the driver itself must exit 0."""
-    (cwd / "cases.json").write_text(json.dumps(cases))
+    on ``PYTHONPATH``) and return its results; the driver itself must exit 0. The cases are written to
+    ``scratch / "cases.json"`` (default: ``cwd``)."""
+    cases_file = (scratch or cwd) / "cases.json"
+    cases_file.write_text(json.dumps(cases))
     repository = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cwd / "cases.json")], cwd=cwd,
+    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cases_file)], cwd=cwd,
                             env={**os.environ, "PYTHONPATH": path, **env}, capture_output=True, text=True,
                             timeout=600)  # fmt: skip
     assert driver.returncode == 0, driver.stderr[-3000:]

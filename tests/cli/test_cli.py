@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import yaml
 
 from ranklit.cli import main
 from ranklit.cli._config_files import config_dir
+from tests.cli.cli_cases import drive
 from tests.data import layouts
 from tests.tiny import synthetic_args
 
@@ -144,14 +142,7 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
     ]
     for name in ("roxford5k", "rparis6k"):
         layouts.revisited(tmp_path / "data" / name, name)
-    (tmp_path / "cases.json").write_text(json.dumps(later))
-    path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(tmp_path / "cases.json")],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "PYTHONPATH": path})  # fmt: skip
-    assert driver.returncode == 0, driver.stderr[-3000:]
-    runs = [{"args": fit[1:], "returncode": first.returncode, "stderr": first.stderr}]
-    runs += json.loads(driver.stdout.splitlines()[-1])
+    runs = [{"args": fit[1:], "returncode": first.returncode, "stderr": first.stderr}, *drive(later, tmp_path)]
     for result in runs:
         assert result["returncode"] == 0, result["stderr"][-3000:]
         noise = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith(INFO)]
@@ -260,11 +251,7 @@ def user_error_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]
     root = tmp_path_factory.mktemp("mistakes")
     _plant_mistakes(root)
     cases = [[arg.format(root=root) for arg in args] for _, args, _ in USER_ERRORS]
-    (root / "cases.json").write_text(json.dumps(cases))
-    result = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(root / "cases.json")], cwd=Path.cwd(),
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    runs = json.loads(result.stdout.splitlines()[-1])
+    runs = drive(cases, Path.cwd(), scratch=root)
     return {name: {**run, "root": str(root)} for (name, _, _), run in zip(USER_ERRORS, runs, strict=True)}
 
 

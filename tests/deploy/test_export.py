@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from PIL import Image
 
 from ranklit.cli import main
 from ranklit.data.transforms import test_transform
+from tests.cli.cli_cases import drive
 
 from .conftest import Run
 
@@ -78,11 +77,9 @@ def test_export_mistakes_exit_2_with_one_line(run: Run, tmp_path: Path) -> None:
         "another network": "does not fit `model.net`",
         "missing checkpoint": "no.ckpt not found",
     }
-    (tmp_path / "cases.json").write_text(json.dumps([["export", *args] for args in cases.values()]))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(tmp_path / "cases.json")],
-                            capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
-    assert driver.returncode == 0, driver.stderr[-3000:]  # each case in its own process (tests/cli/cli_cases.py)
-    for name, result in zip(cases, json.loads(driver.stdout.splitlines()[-1]), strict=True):
+    results = drive([["export", *args] for args in cases.values()], Path(__file__).resolve().parents[2],
+                    scratch=tmp_path)  # each case in its own process (tests/cli/cli_cases.py)
+    for name, result in zip(cases, results, strict=True):
         lines = [line for line in result["stderr"].splitlines() if line.strip()]
         assert result["returncode"] == 2, (name, result["stderr"][-2000:])
         assert len(lines) == 1 and lines[0].startswith("error: ") and expected[name] in lines[0], (name, lines)

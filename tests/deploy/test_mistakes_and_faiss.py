@@ -15,6 +15,7 @@ from ranklit.deploy import build_index, load_model
 from ranklit.deploy._faiss_backend import build_faiss_index, factory_string, faiss_search, recall_at_k
 from ranklit.landmarks.descriptors import TensorDescriptors
 from ranklit.landmarks.neighbours import top_k
+from tests.cli.cli_cases import drive
 
 from .conftest import Images, Run
 
@@ -61,12 +62,8 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
                              "cannot be read as a checkpoint"),
         "faiss structure absent": (["search", "--index", str(index), *query, "--backend", "ivf"], "has no ivf"),
     }
-    cases_file = tmp_path / "cases.json"
-    cases_file.write_text(json.dumps([args for args, _ in cases.values()]))
-    driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cases_file)], capture_output=True,
-                            text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
-    assert driver.returncode == 0, driver.stderr[-3000:]
-    for (name, (_, expected)), result in zip(cases.items(), json.loads(driver.stdout.splitlines()[-1]), strict=True):
+    results = drive([args for args, _ in cases.values()], Path(__file__).resolve().parents[2], scratch=tmp_path)
+    for (name, (_, expected)), result in zip(cases.items(), results, strict=True):
         lines = [line for line in result["stderr"].splitlines() if line.strip()]
         assert result["returncode"] == 2, (name, result["stderr"][-2000:])
         assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], (name, lines)

@@ -4,10 +4,6 @@
 from __future__ import annotations
 
 import csv
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import lightning as L
@@ -21,6 +17,7 @@ from ranklit.losses import ROADMAPLoss
 from ranklit.metrics import RetrievalMetrics
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import MultistageBackprop
+from tests.cli.cli_cases import drive
 from tests.losses.registry import DIM, NUM_CLASSES, RANDOM_LOSSES, REGISTRY
 from tests.tiny import tiny_datamodule
 
@@ -118,13 +115,7 @@ def test_bf16_mixed_quick_start_ends_within_0_03_of_float32(tmp_path: Path) -> N
              "--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]  # fmt: skip
     cases = [[*short, f"--trainer.precision={precision}", f"--trainer.logger.init_args.name={precision}"]
              for precision in ("32-true", "bf16-mixed")]  # fmt: skip
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "tests.cli.cli_cases", "cases.json"]
-    env = {**os.environ, "PYTHONPATH": path}
-    driver = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
-    assert driver.returncode == 0, driver.stderr[-3000:]
-    for result in json.loads(driver.stdout.splitlines()[-1]):
+    for result in drive(cases, tmp_path):
         assert result["returncode"] == 0, result["stderr"][-3000:]
     fp32 = _final_metrics(tmp_path / "runs" / "32-true" / "version_0")
     bf16 = _final_metrics(tmp_path / "runs" / "bf16-mixed" / "version_0")
