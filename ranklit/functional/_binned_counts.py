@@ -92,10 +92,12 @@ def _same_bin_counts(
     k - 1``: ``+1`` and ``-1`` at the two ends of that run, then a cumulative sum along the row.
     """
     num_rows, width = thresholds.shape
-    table = item_bins.new_zeros(num_rows * (_BINS + 2), dtype=torch.int64)
+    bins_shape = (num_rows * (_BINS + 2),)
     flat_bins, position = threshold_bins[real], torch.nonzero(real)
-    in_bin = table.index_add(0, flat_bins, torch.ones_like(flat_bins))
-    first = table.fill_(width).scatter_reduce(0, flat_bins, position[:, 1], reduce="amin")
+    in_bin = torch.zeros(bins_shape, dtype=torch.int64, device=scores.device)
+    in_bin.index_add_(0, flat_bins, torch.ones_like(flat_bins))
+    first = torch.full(bins_shape, width, dtype=torch.int64, device=scores.device)
+    first.scatter_reduce_(0, flat_bins, position[:, 1], reduce="amin")
     shared = torch.nonzero((in_bin > 0).index_select(0, item_bins)).squeeze(1)  # items in a bin holding a threshold
     delta = thresholds.new_zeros(num_rows, width + 1, dtype=torch.int64)
     if shared.numel() == 0:
@@ -105,11 +107,14 @@ def _same_bin_counts(
     values = scores.reshape(-1).index_select(0, shared)
     start, size = first.index_select(0, bins), in_bin.index_select(0, bins)
     strictly_above = torch.zeros_like(start)  # thresholds of the item's bin scoring strictly higher than the item
+    flat, row_start = thresholds.reshape(-1), rows * width
     for r in range(int(size.max())):
-        entry = (start + r).clamp(max=width - 1)
-        strictly_above += (r < size) & (thresholds[rows, entry] > values)
-    delta.index_put_((rows, start + strictly_above), torch.ones_like(rows), accumulate=True)
-    delta.index_put_((rows, start + size), torch.full_like(rows, -1), accumulate=True)
+        entry = row_start + (start + r).clamp(max=width - 1)
+        strictly_above += (r < size) & (flat.index_select(0, entry) > values)
+    ends = rows * (width + 1) + start  # the run's first entry, as a position of ``delta``
+    changes = torch.cat([ends + strictly_above, ends + size])
+    signs = torch.cat([torch.ones_like(rows), torch.full_like(rows, -1)])
+    delta.view(-1).index_add_(0, changes, signs)
     return delta.cumsum(1)[:, :width]
 
 
