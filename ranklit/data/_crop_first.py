@@ -28,7 +28,9 @@ from PIL import Image
 from torch import Tensor, nn
 from torchvision import tv_tensors
 from torchvision.transforms import InterpolationMode, RandomResizedCrop, v2
+from torchvision.transforms.v2 import functional as F
 
+from ranklit.data._kernels import kernels
 from ranklit.data.decoding import _decode, _largest_reduction
 
 __all__ = ["CropFirst", "crop_first"]
@@ -50,13 +52,13 @@ class CropFirst(nn.Module):
     def __init__(self, transform: v2.Compose) -> None:
         super().__init__()
         self.transform, self.crop = transform, transform.transforms[1]
-        rest = transform.transforms[2:]  # (the centre crop,) the flip, the normalisation
-        self.tail = v2.Compose([v2.ToImage(), *rest])
+        rest = list(transform.transforms[2:])  # (the centre crop,) the flip, the normalisation
         self.filter = _PIL_FILTERS[self.crop.interpolation]
-        self.resize_tail: v2.Compose | None = None  # a training crop not reduced: torchvision's resize, then the rest
-        if isinstance(self.crop, v2.RandomResizedCrop):
+        self.tail = kernels(rest)  # after Pillow's resampling of a reduced decode
+        self.full_tail = kernels([self.crop, *rest])  # the evaluation transform on the full image
+        if isinstance(self.crop, v2.RandomResizedCrop):  # a training crop of the full image: this resize, the rest
             resize = v2.Resize(self.crop.size, interpolation=self.crop.interpolation, antialias=self.crop.antialias)
-            self.resize_tail = v2.Compose([v2.ToImage(), resize, *rest])
+            self.full_tail = kernels([resize, *rest])
 
     def forward(self, image: Any) -> Any:
         return self.transform(image)
@@ -70,15 +72,17 @@ class CropFirst(nn.Module):
             plan.append((box, size))
             return _largest_reduction(min((box[2] - box[0]) / size[0], (box[3] - box[1]) / size[1]), 1)
 
-        image, factor = _decode(path, reduction)
+        image, factor = _decode(path, reduction, tensor=True)
         (left, top, right, bottom), size = plan[0]
-        if factor > 1:
+        if isinstance(image, Image.Image) and factor > 1:
             box = (left / factor, top / factor, right / factor, bottom / factor)
-            return self.tail(image.resize(size, self.filter, box=box))
-        if self.resize_tail is None:  # the evaluation transform (it draws nothing) on the full image
-            return self.transform(image)
-        # RandomResizedCrop is this crop then this resize: bit-identical, without converting the whole image to a tensor
-        return self.resize_tail(image.crop((int(left), int(top), int(right), int(bottom))))
+            return self.tail(F.pil_to_tensor(image.resize(size, self.filter, box=box)))
+        if isinstance(self.crop, v2.RandomResizedCrop):  # this crop, then this resize: bit-identical
+            left, top, right, bottom = int(left), int(top), int(right), int(bottom)
+            if isinstance(image, Image.Image):  # cut before converting to a tensor: a copy of the crop only
+                return self.full_tail(F.pil_to_tensor(image.crop((left, top, right, bottom))))
+            return self.full_tail(image[:, top:bottom, left:right])  # a view of the tensor torchvision decoded
+        return self.full_tail(F.pil_to_tensor(image) if isinstance(image, Image.Image) else image)
 
     def _box(self, width: int, height: int) -> tuple[_Box, tuple[int, int]]:
         """The box the crop (or the resize) maps to its output, and that output's ``(width, height)``."""

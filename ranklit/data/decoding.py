@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
+from torch import Tensor
 
+from ranklit.data._tensor_jpeg import decode_rgb
 from ranklit.data._unreadable import unreadable_image
 
 __all__ = ["BACKGROUND", "IMAGE_EXTENSIONS", "load_image", "relevant_side"]
@@ -92,17 +94,25 @@ def _largest_reduction(side: float, min_side: float) -> int:
     return max([r for r in (8, 4, 2) if side / r >= min_side], default=1)
 
 
-def _decode(path: str | Path, reduction: Callable[[int, int], int]) -> tuple[Image.Image, int]:
+def _decode(
+    path: str | Path, reduction: Callable[[int, int], int], *, tensor: bool = False
+) -> tuple[Image.Image | Tensor, int]:
     """The image, 8-bit RGB, and the reduction it was decoded at: ``reduction(width, height)`` (1, 2, 4 or 8), asked
     with the size as displayed (EXIF orientation applied) read from the file's header before any pixel is decoded,
     applies to a JPEG; any other file is decoded at full size (reduction 1). A JPEG of ``w × h`` pixels decoded at
-    reduction ``r`` is ``ceil(w / r) × ceil(h / r)``: its pixel ``x`` covers the full image's ``[r x, r x + r)``."""
+    reduction ``r`` is ``ceil(w / r) × ceil(h / r)``: its pixel ``x`` covers the full image's ``[r x, r x + r)``.
+    With ``tensor``, an RGB or grayscale JPEG at reduction 1 comes as the same pixels in a ``uint8`` tensor ``[3, H,
+    W]`` where torchvision can decode it so (:func:`ranklit.data._tensor_jpeg.decode_rgb`)."""
     path = Path(path)
     try:
         with Image.open(path) as image:
             orientation = image.getexif().get(_ORIENTATION, 1)
             width, height = image.size[::-1] if orientation in _TRANSPOSING else image.size
             stored, factor = image.size, reduction(width, height)
+            if tensor and factor == 1 and image.format == "JPEG" and image.mode in ("RGB", "L"):
+                decoded = decode_rgb(path, orientation)
+                if decoded is not None:
+                    return decoded, 1
             if factor > 1 and image.format == "JPEG":
                 image.draft("RGB", (image.width // factor, image.height // factor))  # Pillow picks this factor
             factor = next(r for r in (1, 2, 4, 8) if image.size == tuple(-(-side // r) for side in stored))

@@ -56,8 +56,8 @@ def reductions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The reduction each decode of ranklit.data._crop_first used."""
     seen: list[int] = []
 
-    def spy(path, reduction):
-        image, factor = decode(path, reduction)
+    def spy(path, reduction, **options):
+        image, factor = decode(path, reduction, **options)
         seen.append(factor)
         return image, factor
 
