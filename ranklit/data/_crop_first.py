@@ -35,6 +35,9 @@ from ranklit.data.decoding import _decode, _largest_reduction
 
 __all__ = ["CropFirst", "crop_first"]
 
+REDUCE_FROM = 1_000_000
+"""Images of fewer pixels are decoded at full size: there a reduced decode costs as much as torchvision's full-size
+decode and crop (800×600: 5 % more; 1024×768: the same; 1280×960: 5 % less; ``benchmarks/RESULTS.md``)."""
 _PIL_FILTERS = {
     InterpolationMode.BILINEAR: Image.Resampling.BILINEAR,
     InterpolationMode.BICUBIC: Image.Resampling.BICUBIC,
@@ -64,12 +67,15 @@ class CropFirst(nn.Module):
         return self.transform(image)
 
     def from_file(self, path: str | Path) -> Tensor:
-        """The transform of the image at ``path``, decoded at the largest reduction its crop allows."""
+        """The transform of the image at ``path``, decoded at the largest reduction its crop allows (from
+        :data:`REDUCE_FROM` pixels on)."""
         plan: list[tuple[_Box, tuple[int, int]]] = []
 
         def reduction(width: int, height: int) -> int:
             box, size = self._box(width, height)
             plan.append((box, size))
+            if width * height < REDUCE_FROM:
+                return 1
             return _largest_reduction(min((box[2] - box[0]) / size[0], (box[3] - box[1]) / size[1]), 1)
 
         image, factor = _decode(path, reduction, tensor=True)
