@@ -5,7 +5,7 @@ A ``v2`` module flattens its input, checks it and dispatches on every call; for 
 than the arithmetic (~0.2 ms an item for resize, flip, ``ToDtype`` and ``Normalize``). :func:`kernels` calls the
 functions the modules call, with their arguments and their random draw (the flip: one ``torch.rand(1)``, flipped
 when below ``p``), so the output and the random state after it are the modules' (tested in
-``tests/data/test_crop_first.py``); the normalisation runs in place on the fresh tensor ``ToDtype`` returns. A
+``tests/data/test_crop_first.py``); the normalisation runs in place on the tensor ``ToDtype`` made. A
 module it does not know leaves the whole sequence to ``v2.Compose``.
 """
 
@@ -34,7 +34,7 @@ def kernels(modules: Sequence[nn.Module]) -> nn.Module:
         >>> kernels(steps)(torch.full((1, 4, 4), 255, dtype=torch.uint8)).tolist()
         [[[1.0, 1.0], [1.0, 1.0]]]
     """
-    steps = [_step(module, i > 0 and isinstance(modules[i - 1], v2.ToDtype)) for i, module in enumerate(modules)]
+    steps = [_step(module) for module in modules]
     known = [step for step in steps if step is not None]
     return _Steps(known) if len(known) == len(steps) else v2.Compose([v2.ToImage(), *modules])
 
@@ -52,8 +52,9 @@ class _Steps(nn.Module):
         return image
 
 
-def _step(module: nn.Module, fresh: bool) -> _Step | None:
-    """The call ``module`` makes; ``fresh``: the input is a tensor no one else holds (``ToDtype`` made it)."""
+def _step(module: nn.Module) -> _Step | None:
+    """The call ``module`` makes (``Normalize`` in place: on a ``uint8`` image its input is the float tensor an
+    earlier ``ToDtype`` made, which no one else holds)."""
     if type(module) is v2.RandomHorizontalFlip:
         return partial(_flip, p=module.p)
     if type(module) is v2.Resize:
@@ -66,7 +67,7 @@ def _step(module: nn.Module, fresh: bool) -> _Step | None:
     if type(module) is v2.ToDtype and isinstance(module.dtype, torch.dtype):
         return partial(F.to_dtype, dtype=module.dtype, scale=module.scale)
     if type(module) is v2.Normalize:
-        return partial(F.normalize, mean=module.mean, std=module.std, inplace=module.inplace or fresh)
+        return partial(F.normalize, mean=module.mean, std=module.std, inplace=True)
     if type(module) is v2.ToPureTensor:
         return _pure
     return None
