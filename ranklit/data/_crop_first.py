@@ -1,21 +1,28 @@
 """ranklit's training and evaluation transforms taking the image *file*: the crop is chosen from the header's size, then
-the JPEG is decoded at the largest reduction that keeps that crop at least its output size.
+the JPEG is decoded at the size that crop needs.
 
-A JPEG decoded at reduction ``r`` (1/2, 1/4, 1/8 in the DCT domain, Pillow's ``draft``) costs less to decode and
-leaves a smaller image to resample. With :func:`ranklit.data.transforms.train_transform` the crop box
-``(top, left, h, w)`` is drawn on the full size, with the same random draws in the same order as the transform draws
-on a decoded image (torchvision's ``RandomResizedCrop.get_params``; then the flip), so a seeded item, and a resumed run,
-sees the same crop and flip. The file is then decoded at the largest ``r`` with ``h / r >= size`` and ``w / r >= size``
-(:func:`ranklit.data.decoding._largest_reduction`), and the box, divided by ``r`` (fractional: the reduced pixel ``x``
-covers the full image's ``[r x, r x + r)``), is resampled to the output size by Pillow (antialiased, as
-torchvision's). With :func:`ranklit.data.transforms.test_transform` (resize the shorter side to ``resize_size``, centre
-crop) the whole image is resampled to the size the resize gives the full image, then centre-cropped. Where ``r = 1``
-(small images, small crops, other formats) the file is decoded in full and the output is **bit-identical** to
-decoding first (the training crop is cut in Pillow, then resized by torchvision as ``RandomResizedCrop`` does, which
-spares converting the whole image to a tensor). Otherwise the output differs from full decoding by the DCT scaling
-and the resampling: mean absolute difference under 1.5 of 255 on a photograph-like image (measured 0.3-0.7), PSNR
-over 40 dB (measured 48-53), tested in ``tests/data/test_crop_first.py``. Cost: one header read (tens of µs) more
-than decoding first.
+With :func:`ranklit.data.transforms.train_transform` the crop box ``(top, left, h, w)`` is drawn on the full size,
+with the same random draws in the same order as the transform draws on a decoded image (torchvision's
+``RandomResizedCrop.get_params``; then the flip), so a seeded item, and a resumed run, sees the same crop and flip.
+Then, by the image's size (the per-item CPU times behind :data:`REDUCE_FROM` are in ``benchmarks/RESULTS.md``):
+
+- **from 1 megapixel on** the JPEG is decoded at the largest reduction ``r`` (1/2, 1/4, 1/8 in the DCT domain,
+  Pillow's ``draft``: cheaper to decode, and a smaller image to resample) with ``h / r >= size`` and ``w / r >=
+  size`` (:func:`ranklit.data.decoding._largest_reduction`), and the box, divided by ``r`` (fractional: the reduced
+  pixel ``x`` covers the full image's ``[r x, r x + r)``), is resampled to the output size by Pillow (antialiased,
+  as torchvision's). The output differs from full decoding by the DCT scaling and the resampling: mean absolute
+  difference under 1.5 of 255 on a photograph-like image (measured 0.3-0.7), PSNR over 40 dB (measured 48-53),
+  tested in ``tests/data/test_crop_first.py``.
+- **below it, or where** ``r = 1`` (small crops, other formats), the file is decoded at full size and the output is
+  **bit-identical** to decoding first: an RGB or grayscale JPEG by torchvision into a ``uint8`` tensor
+  (:mod:`ranklit.data._tensor_jpeg`: Pillow's pixels, checked on probe JPEGs once per process), whose crop is a view
+  resized by torchvision's ``uint8`` kernel, as ``RandomResizedCrop`` resizes; any other file by Pillow, the training
+  crop cut before the conversion to a tensor. At 800×600 a reduced decode cost more than this full-size route.
+
+With :func:`ranklit.data.transforms.test_transform` (resize the shorter side to ``resize_size``, centre crop) the
+whole image takes the same routes: resampled to the size the resize gives the full image, then centre-cropped. The
+steps after the crop (flip, scaling, normalisation) run as direct calls of torchvision's functional API
+(:mod:`ranklit.data._kernels`). Cost: one header read (~25 µs) more than decoding first.
 """
 
 from __future__ import annotations

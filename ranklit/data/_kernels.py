@@ -5,14 +5,15 @@ A ``v2`` module flattens its input, checks it and dispatches on every call; for 
 than the arithmetic (~0.2 ms an item for resize, flip, ``ToDtype`` and ``Normalize``). :func:`kernels` calls the
 functions the modules call, with their arguments and their random draw (the flip: one ``torch.rand(1)``, flipped
 when below ``p``), so the output and the random state after it are the modules' (tested in
-``tests/data/test_crop_first.py``); the normalisation runs in place on the tensor ``ToDtype`` made. A
-module it does not know leaves the whole sequence to ``v2.Compose``.
+``tests/data/test_crop_first.py`` and ``tests/data/test_tensor_jpeg.py``); the normalisation runs in place on the
+tensor ``ToDtype`` made. A module it does not know leaves the whole sequence to ``v2.Compose``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -56,7 +57,7 @@ def _step(module: nn.Module) -> _Step | None:
     """The call ``module`` makes (``Normalize`` in place: on a ``uint8`` image its input is the float tensor an
     earlier ``ToDtype`` made, which no one else holds)."""
     if type(module) is v2.RandomHorizontalFlip:
-        return partial(_flip, p=module.p)
+        return partial(_flip, p=cast(float, module.p))
     if type(module) is v2.Resize:
         return partial(
             F.resize, size=module.size, interpolation=module.interpolation, max_size=module.max_size,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -55,7 +56,8 @@ def decode_rgb(path: str | Path, orientation: int = 1) -> Tensor | None:
     if decode is None or orientation not in _ORIENTED:
         return None
     with open(path, "rb") as file:
-        data = bytearray(file.read())  # writable: torch.frombuffer warns about a read-only buffer
+        data = bytearray(os.fstat(file.fileno()).st_size)  # writable: torch.frombuffer warns about read-only bytes
+        del data[file.readinto(data) :]  # in place (a file that shrank since)
     try:
         return _ORIENTED[orientation](decode(data))
     except RuntimeError:  # truncated or corrupt: Pillow decodes it, or raises the error load_image raises

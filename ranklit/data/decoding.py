@@ -81,7 +81,9 @@ def load_image(path: str | Path, *, min_side: int | None = None, area_fraction: 
     def reduction(width: int, height: int) -> int:
         return 1 if min_side is None else _largest_reduction(relevant_side(width, height, area_fraction), min_side)
 
-    return _decode(path, reduction)[0]
+    image = _decode(path, reduction)[0]
+    assert isinstance(image, Image.Image)  # a tensor only when asked for
+    return image
 
 
 def _largest_reduction(side: float, min_side: float) -> int:
