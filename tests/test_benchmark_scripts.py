@@ -92,3 +92,16 @@ def test_metrics_split_dry_run_splits_every_configuration() -> None:
         assert product >= 0 and total > 0 and ratio > 0 and 0 <= counting <= total
     assert float(rows[2][6]) > 0  # the 2-level path's counting was timed
     assert "| histogram (bincount, int32) |" in run.stdout
+
+
+def test_loader_costs_benchmark_prints_every_step_and_the_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import loader_costs
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    loader_costs.main(["--size", "64x48", "--repeats", "1"])
+    out = capsys.readouterr().out
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| ") and "ms / item" not in line]
+    assert len(rows) == 8 and all(float(row[2]) > 0 for row in rows), out
+    assert "torchvision (decode_rgb)" in out and "collation only" in out and "bound with a free crop" in out
