@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from dataloading import BATCH, _plain, _ranklit, _rate, _write_jpegs
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from dataloading import BATCH, _plain, _ranklit, _rate, _write_jpegs
 from ranklit.data._crop_first import crop_first
 from ranklit.data._tensor_jpeg import decode_rgb
 from ranklit.data.transforms import train_transform

@@ -66,9 +66,10 @@ class RetrievalDataModule(L.LightningDataModule):
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
     resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
     keeps it.
-    **Decoding**: with ranklit's transforms, a JPEG is decoded at the largest reduction (1/2, 1/4, 1/8) that keeps the
-    crop drawn for it at least the output size (the crop is drawn from the file's header first, with the same random
-    draws; the GPU docs page, "The data path"). An image that cannot be decoded stops the run naming its
+    **Decoding**: with ranklit's transforms, a JPEG of 1 megapixel or more is decoded at the largest reduction (1/2,
+    1/4, 1/8) that keeps the crop drawn for it at least the output size, a smaller one at full size by torchvision
+    (the crop is drawn from the file's header first, with the same random draws; the GPU docs page, "The data
+    path"). An image that cannot be decoded stops the run naming its
     path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"``, in the training set, is replaced by
     the next image of its class and named in a warning (``ranklit data check`` finds such files beforehand). An
     evaluation image (validation, test, gallery; what ``predict`` embeds) is never replaced: a copy of a class mate in
