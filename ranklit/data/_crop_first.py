@@ -23,10 +23,17 @@ With :func:`ranklit.data.transforms.test_transform` (resize the shorter side to 
 whole image takes the same routes: resampled to the size the resize gives the full image, then centre-cropped. The
 steps after the crop (flip, scaling, normalisation) run as direct calls of torchvision's functional API
 (:mod:`ranklit.data._kernels`). Cost: one header read (~25 µs) more than decoding first.
+
+With ``on_device=True`` (what :class:`ranklit.data.RetrievalDataModule` sets by default) the transform stops before
+its scaling and normalisation and returns the ``uint8`` crop: a quarter of the bytes to collate in the loader worker,
+to hand to the main process and to copy to the GPU; :func:`normalise_on_device` then scales and normalises the batch
+with the same torchvision functions, on the device (``RetrievalDataModule.on_after_batch_transfer``), so the values
+are those of the full transform.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +47,7 @@ from torchvision.transforms.v2 import functional as F
 from ranklit.data._kernels import kernels
 from ranklit.data.decoding import _decode, _largest_reduction
 
-__all__ = ["CropFirst", "crop_first"]
+__all__ = ["CropFirst", "crop_first", "normalise_on_device"]
 
 REDUCE_FROM = 1_000_000
 """Images of fewer pixels are decoded at full size: there a reduced decode costs as much as torchvision's full-size
@@ -59,10 +66,14 @@ class CropFirst(nn.Module):
     :class:`ranklit.data.ImageRetrievalDataset` calls with the file's path (see the module docstring).
     """
 
-    def __init__(self, transform: v2.Compose) -> None:
+    def __init__(self, transform: v2.Compose, on_device: bool = False) -> None:
         super().__init__()
-        self.transform, self.crop = transform, transform.transforms[1]
-        rest = list(transform.transforms[2:])  # (the centre crop,) the flip, the normalisation
+        modules = list(transform.transforms)
+        if on_device and _normalises(modules):  # the uint8 crop: scaled and normalised on the device
+            modules = [*modules[: -len(_NORMALISATION)], v2.ToPureTensor()]
+            transform = v2.Compose(modules)
+        self.transform, self.crop = transform, modules[1]
+        rest = modules[2:]  # (the centre crop,) the flip, the normalisation
         self.filter = _PIL_FILTERS[self.crop.interpolation]
         self.tail = kernels(rest)  # after Pillow's resampling of a reduced decode
         self.full_tail = kernels([self.crop, *rest])  # the evaluation transform on the full image
@@ -108,9 +119,31 @@ class CropFirst(nn.Module):
         return (0, 0, width, height), (resized.canvas_size[1], resized.canvas_size[0])
 
 
-def crop_first(transform: Any) -> Any:
+_NORMALISATION = (v2.ToDtype, v2.Normalize, v2.ToPureTensor)  # the end of ranklit's transforms
+
+
+def _normalises(modules: list[nn.Module]) -> bool:
+    """Whether ``modules`` end as ranklit's transforms do: scaled to ``[0, 1]`` floats, normalised, a plain tensor."""
+    tail = modules[-len(_NORMALISATION) :]
+    kinds = [type(module) for module in tail]
+    return kinds == list(_NORMALISATION) and tail[0].dtype == torch.float32 and bool(tail[0].scale)
+
+
+def normalise_on_device(images: Tensor, mean: Sequence[float], std: Sequence[float]) -> Tensor:
+    """A batch of ``uint8`` images ``[B, C, H, W]`` scaled to ``[0, 1]`` and normalised, as ranklit's transforms do
+    (torchvision's ``to_dtype(scale=True)`` then ``normalize``: the same values as in the loader worker).
+
+    Example:
+        >>> normalise_on_device(torch.full((1, 3, 1, 1), 255, dtype=torch.uint8), (0.5,) * 3, (0.5,) * 3).flatten()
+        tensor([1., 1., 1.])
+    """
+    return F.normalize(F.to_dtype(images, torch.float32, scale=True), mean=list(mean), std=list(std), inplace=True)
+
+
+def crop_first(transform: Any, on_device: bool = False) -> Any:
     """``transform`` as a :class:`CropFirst` when it is ranklit's training or evaluation transform with a bilinear or
-    bicubic resize (``ToImage``, then ``RandomResizedCrop`` or ``Resize`` + ``CenterCrop``), else unchanged.
+    bicubic resize (``ToImage``, then ``RandomResizedCrop`` or ``Resize`` + ``CenterCrop``), else unchanged. With
+    ``on_device``, a transform ending in ranklit's scaling and normalisation stops before them (module docstring).
 
     Example:
         >>> from ranklit.data.transforms import test_transform, train_transform
@@ -128,4 +161,4 @@ def crop_first(transform: Any) -> Any:
     )
     if not known or crop.interpolation not in _PIL_FILTERS or not crop.antialias:
         return transform
-    return CropFirst(transform)
+    return CropFirst(transform, on_device)

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lightning as L
+import torch
 import torch.distributed as dist
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
-from ranklit.data._crop_first import crop_first
+from ranklit.data._crop_first import crop_first, normalise_on_device
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
@@ -65,7 +66,11 @@ class RetrievalDataModule(L.LightningDataModule):
     (dataloader 0) and the gallery the retrieval set (dataloader 1); ``predict`` embeds the test set and the gallery.
     **Transforms**: a dataset built without a ``transform`` gets ranklit's (RandomResizedCrop + flip for training,
     resize + centre crop for evaluation, ``mean``/``std`` normalisation); a dataset given with its own transform
-    keeps it.
+    keeps it. With ``normalize_on_device`` (the default) ranklit's transforms stop at the ``uint8`` crop, and the
+    scaling to ``[0, 1]`` and the normalisation run on the batch after its transfer to the device
+    (:meth:`on_after_batch_transfer`, called by Lightning's loops; the values are the same): a quarter of the bytes
+    to collate in the loader workers, to hand over and to copy to the GPU, as timm's prefetcher does. Iterating a
+    loader without a ``Trainer``, call ``datamodule.on_after_batch_transfer(batch, 0)`` on each batch.
     **Decoding**: with ranklit's transforms, a JPEG of 1 megapixel or more is decoded at the largest reduction (1/2,
     1/4, 1/8) that keeps the crop drawn for it at least the output size, a smaller one at full size by torchvision
     (the crop is drawn from the file's header first, with the same random draws; the GPU docs page, "The data
@@ -93,6 +98,9 @@ class RetrievalDataModule(L.LightningDataModule):
         num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
             minus one); they persist from epoch to epoch and from one validation to the next.
         pin_memory: page-locked batches (asynchronous copies to the GPU); ``None``: when training on CUDA.
+        normalize_on_device: ranklit's transforms yield ``uint8`` images, scaled and normalised on the device by
+            :meth:`on_after_batch_transfer` (see **Transforms**); ``False``: normalised ``float32`` images from the
+            loader, e.g. for a LightningModule that overrides ``on_after_batch_transfer`` itself.
         on_bad_image: ``"stop"`` or ``"skip"`` a training image that cannot be decoded (see **Decoding**).
 
     Example:
@@ -124,6 +132,7 @@ class RetrievalDataModule(L.LightningDataModule):
         num_workers: int = 0,
         on_bad_image: Literal["stop", "skip"] = "stop",
         pin_memory: bool | None = None,
+        normalize_on_device: bool = True,
     ) -> None:
         super().__init__()
         self.train_dataset, self.val_dataset = train_dataset, val_dataset
@@ -132,6 +141,7 @@ class RetrievalDataModule(L.LightningDataModule):
         self.root = None if root is None else Path(root)
         self.eval_batch_size, self.num_workers, self.pin_memory = eval_batch_size, num_workers, pin_memory
         self.mean, self.std = tuple(mean), tuple(std)
+        self.normalize_on_device = normalize_on_device
         train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
         if on_bad_image not in ("stop", "skip"):
@@ -143,7 +153,17 @@ class RetrievalDataModule(L.LightningDataModule):
             if hasattr(dataset, "on_bad_image"):  # an evaluation image is never replaced: it would change the metric
                 dataset.on_bad_image = on_bad_image if transform is train else "stop"
             if getattr(dataset, "transform", None) is None:
-                dataset.transform = crop_first(transform)  # a file is decoded at the size its crop needs
+                # a file is decoded at the size its crop needs; uint8 crops normalised on the device
+                dataset.transform = crop_first(transform, on_device=normalize_on_device)
+
+    @override
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Scale and normalise the ``uint8`` images of a batch on its device (``normalize_on_device``); a batch of
+        float images (a dataset's own transform) is returned as it is."""
+        image = batch.get("image") if isinstance(batch, dict) else None
+        if isinstance(image, Tensor) and image.dtype == torch.uint8:
+            return {**batch, "image": normalise_on_device(image, self.mean, self.std)}
+        return batch
 
     def _require(self, name: str, purpose: str) -> Dataset:
         dataset = getattr(self, name)
