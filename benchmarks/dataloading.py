@@ -7,14 +7,19 @@ Usage::
     python benchmarks/dataloading.py --workers 1 2 --images 640 --repeats 5
 
 For each image size, generated JPEGs (quality 90, smooth colour fields plus noise, one folder per class of
-``--per-class`` images; 64 distinct images, repeated to ``--images`` files) are read by four pipelines, each in one
+``--per-class`` images; 64 distinct images, repeated to ``--images`` files) are read by five pipelines, each in one
 ``DataLoader`` with ``--workers`` worker processes (``0``: the main process, one torch thread), batches of 64, one pass
 over the images after one warm-up batch, the pipelines taking turns ``--repeats`` times (the table gives medians):
 
 - **ranklit**: what ``ranklit fit`` runs: ``ClassFolderDataset`` + ``PKSampler`` (16 x 4) through
   ``RetrievalDataModule.train_dataloader()`` with its training transform (RandomResizedCrop 224, scale (0.16, 1),
   flip, normalise; per-sample seeded augmentation), the crop drawn from the JPEG's header and the file decoded at the
-  largest reduction (1/2, 1/4, 1/8) that keeps that crop at least 224 px (``ranklit.data._crop_first``);
+  largest reduction (1/2, 1/4, 1/8) that keeps that crop at least 224 px from 1 megapixel on, below it at full
+  size by torchvision (``ranklit.data._crop_first``); its batches are ``uint8`` images, scaled and normalised on the
+  device after the transfer (``RetrievalDataModule.on_after_batch_transfer``), so on a GPU the loader's rate is the
+  input rate;
+- **ranklit, normalised in the main process**: the same, with each batch scaled and normalised by that hook in the
+  main process, as when training on the CPU;
 - **ranklit, decode first**: the same with the transform given to the dataset (``train_transform(224)``), so every
   file is decoded at full size first (ranklit before reduced decoding per crop, below 1.7 megapixels);
 - **plain torchvision**: ``torchvision.datasets.ImageFolder`` (``PIL.Image.open(...).convert("RGB")``) +
@@ -80,6 +85,18 @@ def _ranklit(root: Path, workers: int, transform: Callable[[Any], Any] | None = 
     return module.train_dataloader()
 
 
+class _NormalisedHere:
+    """ranklit's loader with each ``uint8`` batch scaled and normalised in this process (training on the CPU)."""
+
+    def __init__(self, root: Path, workers: int) -> None:
+        dataset = ClassFolderDataset(root)
+        self.module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=workers)
+        self.loader = self.module.train_dataloader()
+
+    def __iter__(self) -> Any:
+        return (self.module.on_after_batch_transfer(batch, 0) for batch in self.loader)
+
+
 def _plain(root: Path, workers: int) -> DataLoader:
     transform = T.Compose([T.RandomResizedCrop(224, scale=(0.16, 1.0)), T.RandomHorizontalFlip(), T.ToTensor(),
                            T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])  # fmt: skip
@@ -96,15 +113,16 @@ def _bare(root: Path, workers: int) -> DataLoader:
                       num_workers=workers, persistent_workers=workers > 0)  # fmt: skip
 
 
-PIPELINES: dict[str, Callable[[Path, int], DataLoader]] = {
+PIPELINES: dict[str, Callable[[Path, int], Any]] = {
     "ranklit": _ranklit,
+    "ranklit, normalised in the main process": _NormalisedHere,
     "ranklit, decode first": lambda root, workers: _ranklit(root, workers, train_transform(224)),
     "plain torchvision": _plain,
     "bare decode": _bare,
 }
 
 
-def _rate(loader: DataLoader, images: int) -> float:
+def _rate(loader: Any, images: int) -> float:
     """Images / second over about ``images`` images, after one warm-up batch (worker start-up, first decodes)."""
     batches, seen, start = iter(loader), 0, 0.0
     next(batches)
@@ -150,7 +168,8 @@ def main(argv: list[str] | None = None) -> None:
                     for loader, rate in zip(loaders, rates, strict=True):
                         rate.append(_rate(loader, args.images) / max(workers, 1))
                 medians = [statistics.median(rate) for rate in rates]
-                cells = [f"{rate:.0f}" for rate in medians] + [f"{medians[0] / medians[2]:.2f}"]
+                plain = list(PIPELINES).index("plain torchvision")
+                cells = [f"{rate:.0f}" for rate in medians] + [f"{medians[0] / medians[plain]:.2f}"]
                 rows.append(f"| {width} x {height} | {workers} | " + " | ".join(cells) + " |")
                 print(rows[-1], flush=True)
                 del loaders  # their worker processes end
