@@ -13,12 +13,13 @@ The same 64 generated JPEGs as ``dataloading.py`` (quality 90). Rows, in ms per 
   (``ranklit.data._tensor_jpeg.decode_rgb``: the file read included);
 - **item** rows: the plain pipeline's loader and transform, and ranklit's ``CropFirst.from_file`` seeded as its
   sampler seeds every item;
-- **loader** rows, wall time in a ``DataLoader`` with one worker: plain, ranklit, and **collation only**, a dataset
-  that returns one ready ``float32`` image ``[3, 224, 224]`` with its label and index: the cost of collating a batch
-  in the worker's shared memory and passing it to the main process, which every pipeline pays.
+- **loader** rows, wall time in a ``DataLoader`` with one worker: plain, ranklit (``uint8`` batches, normalised on
+  the device afterwards), and **collation only**, a dataset that returns one ready image ``[3, 224, 224]`` with its
+  label and index, ``float32`` (plain's batches) or ``uint8`` (ranklit's): the cost of collating a batch in the
+  worker's shared memory and passing it to the main process.
 
-The last line is the bound it gives: plain's loader time over (torchvision's decode + collation only), the ratio
-ranklit would reach if cropping, resizing and normalising cost nothing. Run it on idle cores.
+The last line is the bound it gives: plain's loader time over (torchvision's decode + ``uint8`` collation), the ratio
+ranklit would reach if cropping and resizing cost nothing. Run it on idle cores.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from ranklit.data.transforms import train_transform
 class _Ready(Dataset):
     """Items as ranklit's datasets return them, already computed: what is left is collation and the hand-over."""
 
-    def __init__(self, size: int) -> None:
-        self.image, self.size = torch.randn(3, 224, 224), size
+    def __init__(self, size: int, dtype: torch.dtype = torch.float32) -> None:
+        self.image, self.size = torch.randn(3, 224, 224).to(dtype), size
 
     def __len__(self) -> int:
         return self.size
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         _write_jpegs(root, 64, 8, width, height)
         files = sorted(root.rglob("*.jpg"))
         plain = _plain(root, 0).dataset
-        ranklit = crop_first(train_transform(224))
+        ranklit = crop_first(train_transform(224), on_device=True)  # as RetrievalDataModule sets it: uint8 crops
 
         def seeded(i: int) -> torch.Tensor:
             torch.default_generator.manual_seed(i)
@@ -89,15 +90,18 @@ def main(argv: list[str] | None = None) -> None:
             "decode: Pillow, Image.open().convert('RGB') (ImageFolder)": lambda i: Image.open(files[i]).convert("RGB"),
             "decode: torchvision (decode_rgb)": lambda i: decode_rgb(files[i]),
             "item: plain torchvision (loader + transform)": lambda i: plain[i],
-            "item: ranklit CropFirst.from_file": seeded,
+            "item: ranklit CropFirst.from_file (uint8 crop)": seeded,
         }
         for name, step in steps.items():
             rows.append((name, _cpu_ms(step, len(files), args.repeats)))
         loaders = {
             "loader, 1 worker, wall: plain torchvision": _plain(root, 1),
             "loader, 1 worker, wall: ranklit": _ranklit(root, 1),
-            "loader, 1 worker, wall: collation only": DataLoader(
+            "loader, 1 worker, wall: collation only, float32": DataLoader(
                 _Ready(BATCH), batch_size=BATCH, num_workers=1, persistent_workers=True
+            ),
+            "loader, 1 worker, wall: collation only, uint8": DataLoader(
+                _Ready(BATCH, torch.uint8), batch_size=BATCH, num_workers=1, persistent_workers=True
             ),
         }
         walls: dict[str, list[float]] = {name: [] for name in loaders}
@@ -110,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(f"| {name} | {ms:.2f} |" for name, ms in rows))
     values = dict(rows)
     bound = values["loader, 1 worker, wall: plain torchvision"] / (
-        values["decode: torchvision (decode_rgb)"] + values["loader, 1 worker, wall: collation only"]
+        values["decode: torchvision (decode_rgb)"] + values["loader, 1 worker, wall: collation only, uint8"]
     )
     ratio = values["loader, 1 worker, wall: plain torchvision"] / values["loader, 1 worker, wall: ranklit"]
     print(f"\nranklit / plain (loader): {ratio:.2f}; bound with a free crop, resize and normalisation: {bound:.2f}")
