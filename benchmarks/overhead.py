@@ -104,10 +104,11 @@ def bare_train(steps: int, warmup: int) -> list[float]:
     optimizer = torch.optim.Adam(net.parameters(), lr=0.002)
     net.train()
     starts = []
-    for i, batch in enumerate(data.train_dataloader()):
+    for i, loaded in enumerate(data.train_dataloader()):
         starts.append(time.perf_counter())
         if i == warmup + steps:
             break
+        batch = data.on_after_batch_transfer(loaded, 0)  # uint8 images scaled and normalised, as Lightning's loop does
         loss = loss_fn(net(batch["image"]), batch["label"])
         optimizer.zero_grad()
         loss.backward()
@@ -147,7 +148,8 @@ def bare_validate() -> tuple[float, float]:
     net.eval()
     start = time.perf_counter()
     with torch.no_grad():
-        batches = [(net(b["image"]), b["label"]) for b in data.val_dataloader()]  # type: ignore[union-attr]
+        loaded = (data.on_after_batch_transfer(b, 0) for b in data.val_dataloader())  # type: ignore[union-attr]
+        batches = [(net(b["image"]), b["label"]) for b in loaded]
     embeddings, labels = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])
     embedded = time.perf_counter()
     retrieval_metrics(embeddings, labels)
