@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         values["decode: torchvision (decode_rgb)"] + values["loader, 1 worker, wall: collation only, uint8"]
     )
     ratio = values["loader, 1 worker, wall: plain torchvision"] / values["loader, 1 worker, wall: ranklit"]
-    print(f"\nranklit / plain (loader): {ratio:.2f}; bound with a free crop, resize and normalisation: {bound:.2f}")
+    print(f"\nranklit / plain (loader): {ratio:.2f}; bound with a free crop and resize: {bound:.2f}")
 
 
 if __name__ == "__main__":

@@ -33,13 +33,14 @@ from ranklit.functional._hierarchical_metrics import (
 )
 from ranklit.functional._metric_options import (
     AVERAGES,
+    cached_rows,
     check_average,
     check_cutoffs,
     check_junk,
     check_recall_at,
     metrics_chunk_size,
 )
-from ranklit.functional._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional._positive_ranks import SortedKeys, concat_counts, positive_counts
 from ranklit.functional._precision import full_precision
 from ranklit.functional._query_values import QueryValues
 from ranklit.functional._sharding import QueryShard
@@ -248,19 +249,29 @@ def retrieval_metric_tensors(
     if shard is not None:
         order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
     refs_t = x.refs.T.contiguous()
-    for rows in order.split(chunk):
-        scores = x.queries[rows] @ refs_t
+    # flat labels: each chunk's product and counting run by blocks whose scores stay in the cache (values unchanged)
+    block = chunk if num_levels > 1 else min(chunk, cached_rows(num_refs, x.queries.device))
+    buffer = x.queries.new_empty(min(block, order.numel()), num_refs)  # one allocation: fresh pages cost on CPU
+
+    def scores_of(rows: Tensor) -> Tensor:
+        scores = torch.matmul(x.queries[rows], refs_t, out=buffer[: rows.numel()])
         if id_keys is not None and x.query_ids is not None:
             index, valid = id_keys.match(x.query_ids[rows])
             chunk_rows = torch.arange(rows.numel(), device=scores.device)[:, None].expand_as(index)
             scores[chunk_rows[valid], index[valid]] = float("-inf")
         if junk is not None:
             scores.masked_fill_(junk[rows], float("-inf"))
-        index, valid = label_keys.match(x.query_labels[rows, -1])
+        return scores
+
+    for rows in order.split(chunk):
         if num_levels == 1:
-            descending, valid, at_least, above = positive_counts(scores, index, valid, strict=strict)
+            parts = [positive_counts(scores_of(b), *label_keys.match(x.query_labels[b, 0]), strict=strict)
+                     for b in rows.split(block)]  # fmt: skip
+            descending, valid, at_least, above = concat_counts(parts)
             table.store(binary_query_metrics(tie_positives(descending, valid, at_least, above, ties), cutoffs), rows)
         else:  # the ranked relevant items serve H-AP, ASI, NDCG and the binary metrics of every column
+            scores = scores_of(rows)
+            index, valid = label_keys.match(x.query_labels[rows, -1])
             levels = levels_between(x.query_labels[rows], x.ref_labels[index])
             ranking = rank_relevant_items(scores, index, valid, levels, num_levels, ties)
             table.store(hierarchical_query_metrics(ranking, alpha), rows, "_hier")

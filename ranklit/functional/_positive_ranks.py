@@ -22,7 +22,7 @@ from torch import Tensor
 from ranklit.functional._counting import count_at_least
 from ranklit.functional.ties import strictly_above_thresholds, tie_positives
 
-__all__ = ["SortedKeys", "sort_positive_scores", "positive_counts", "positive_ranks"]
+__all__ = ["SortedKeys", "concat_counts", "sort_positive_scores", "positive_counts", "positive_ranks"]
 
 
 class SortedKeys:
@@ -124,6 +124,30 @@ def positive_counts(
     if strict:
         above = torch.where(valid, count_at_least(scores, strictly_above_thresholds(descending)), 0)
     return descending, valid, at_least, above
+
+
+_Counts = tuple[Tensor, Tensor, Tensor, Tensor | None]  # what positive_counts returns
+
+
+def concat_counts(parts: list[_Counts]) -> _Counts:
+    """The :func:`positive_counts` of consecutive blocks of rows as those of all the rows at once: each block padded
+    to the widest (``-inf`` scores, not real, counts 0), then concatenated.
+
+    Example:
+        >>> one = positive_counts(torch.tensor([[0.9, 0.5]]), torch.tensor([[0]]), torch.tensor([[True]]))
+        >>> two = positive_counts(torch.tensor([[0.2, 0.7, 0.4]]), torch.tensor([[0, 2]]), torch.ones(1, 2).bool())
+        >>> descending, valid, at_least, _ = concat_counts([one, two])
+        >>> descending.tolist(), at_least.tolist()
+        ([[0.8999999761581421, -inf], [0.4000000059604645, 0.20000000298023224]], [[1, 0], [2, 3]])
+    """
+    width = max(part[0].shape[1] for part in parts)
+
+    def padded(tensor: Tensor, value: float | bool) -> Tensor:
+        return torch.nn.functional.pad(tensor, (0, width - tensor.shape[1]), value=value)
+
+    above = None if parts[0][3] is None else torch.cat([padded(p[3], 0) for p in parts])  # type: ignore[arg-type]
+    return (torch.cat([padded(p[0], float("-inf")) for p in parts]), torch.cat([padded(p[1], False) for p in parts]),
+            torch.cat([padded(p[2], 0) for p in parts]), above)  # fmt: skip
 
 
 def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:
