@@ -100,7 +100,7 @@ class RetrievalDataModule(L.LightningDataModule):
         pin_memory: page-locked batches (asynchronous copies to the GPU); ``None``: when training on CUDA.
         normalize_on_device: ranklit's transforms yield ``uint8`` images, scaled and normalised on the device by
             :meth:`on_after_batch_transfer` (see **Transforms**); ``False``: normalised ``float32`` images from the
-            loader, e.g. for a LightningModule that overrides ``on_after_batch_transfer`` itself.
+            loader (e.g. for loops without a ``Trainer``).
         on_bad_image: ``"stop"`` or ``"skip"`` a training image that cannot be decoded (see **Decoding**).
 
     Example:
@@ -159,10 +159,15 @@ class RetrievalDataModule(L.LightningDataModule):
     @override
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
         """Scale and normalise the ``uint8`` images of a batch on its device (``normalize_on_device``); a batch of
-        float images (a dataset's own transform) is returned as it is."""
+        float images (a dataset's own transform) is left as it is. Then the LightningModule's own
+        ``on_after_batch_transfer``, if it has one (e.g. GPU augmentations): Lightning calls only the datamodule's
+        when both define it, so this one calls the module's, which gets the normalised images it got before."""
         image = batch.get("image") if isinstance(batch, dict) else None
         if isinstance(image, Tensor) and image.dtype == torch.uint8:
-            return {**batch, "image": normalise_on_device(image, self.mean, self.std)}
+            batch = {**batch, "image": normalise_on_device(image, self.mean, self.std)}
+        module = self.trainer.lightning_module if self.trainer is not None else None
+        if module is not None and type(module).on_after_batch_transfer is not L.LightningModule.on_after_batch_transfer:
+            batch = module.on_after_batch_transfer(batch, dataloader_idx)
         return batch
 
     def _require(self, name: str, purpose: str) -> Dataset:

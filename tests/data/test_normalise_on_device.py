@@ -78,3 +78,25 @@ def test_a_trainer_hands_the_model_normalised_floats(root: Path) -> None:
     trainer.fit(model, datamodule=_module(root, True))
     assert [dtype for dtype, _ in model.seen] == [torch.float32] * 2
     assert min(low for _, low in model.seen) < 0  # normalised: below zero, not in [0, 255]
+
+
+class _Augments(_Sees):
+    """A module with its own ``on_after_batch_transfer`` (GPU augmentations): it still runs, on normalised images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[torch.dtype] = []
+
+    def on_after_batch_transfer(self, batch: dict, dataloader_idx: int) -> dict:
+        self.given.append(batch["image"].dtype)
+        return {**batch, "image": batch["image"] + 100.0}
+
+
+def test_a_modules_own_hook_still_runs_after_the_normalisation(root: Path) -> None:
+    model = _Augments()
+    quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = L.Trainer(accelerator="cpu", max_steps=2, use_distributed_sampler=False, **quiet)
+    with pytest.warns(UserWarning, match="overridden `on_after_batch_transfer` in both"):  # Lightning's own notice
+        trainer.fit(model, datamodule=_module(root, True))
+    assert model.given == [torch.float32] * 2  # normalised before the module's hook, as without on-device scaling
+    assert min(low for _, low in model.seen) > 90  # the module's hook ran: its +100 reached the steps
