@@ -11,7 +11,7 @@
   row (:func:`ranklit.functional._positive_ranks.positive_counts`);
 * hierarchical labels: the same chunks; the relevant items (same coarsest label) are ranked the same way, and their
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
-  (:mod:`ranklit.functional._hierarchical_metrics`).
+  (:mod:`ranklit.functional._hierarchical_metrics`). These two: :mod:`ranklit.functional._row_metrics`.
 
 Peak memory is ``O(chunk_size * N)`` (plus ``O(chunk_size * R * L)`` for ``R`` relevant items with hierarchical
 labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on the embeddings' device.
@@ -26,30 +26,24 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size
-from ranklit.functional._hierarchical_metrics import (
-    hierarchical_query_metrics,
-    level_binary_metrics,
-    rank_relevant_items,
-)
 from ranklit.functional._metric_options import (
     AVERAGES,
-    cached_rows,
     check_average,
     check_cutoffs,
     check_junk,
     check_recall_at,
     metrics_chunk_size,
 )
-from ranklit.functional._positive_ranks import SortedKeys, concat_counts, positive_counts
+from ranklit.functional._positive_ranks import SortedKeys
 from ranklit.functional._precision import full_precision
 from ranklit.functional._query_values import QueryValues
+from ranklit.functional._row_metrics import evaluate_rows
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.inputs import (
     check_distinct_ids,
     check_hierarchy,
-    levels_between,
     prepare_inputs,
 )
 from ranklit.functional.ties import check_ties, tie_positives
@@ -243,40 +237,11 @@ def retrieval_metric_tensors(
     chunk = chunk_size or metrics_chunk_size(
         num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
     )
-    id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
     order = torch.argsort(class_sizes, stable=True)
     if shard is not None:
         order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
-    refs_t = x.refs.T.contiguous()
-    # flat labels: each chunk's product and counting run by blocks whose scores stay in the cache (values unchanged)
-    block = chunk if num_levels > 1 else min(chunk, cached_rows(num_refs, x.queries.device))
-    buffer = x.queries.new_empty(min(block, order.numel()), num_refs)  # one allocation: fresh pages cost on CPU
-
-    def scores_of(rows: Tensor) -> Tensor:
-        scores = torch.matmul(x.queries[rows], refs_t, out=buffer[: rows.numel()])
-        if id_keys is not None and x.query_ids is not None:
-            index, valid = id_keys.match(x.query_ids[rows])
-            chunk_rows = torch.arange(rows.numel(), device=scores.device)[:, None].expand_as(index)
-            scores[chunk_rows[valid], index[valid]] = float("-inf")
-        if junk is not None:
-            scores.masked_fill_(junk[rows], float("-inf"))
-        return scores
-
-    for rows in order.split(chunk):
-        if num_levels == 1:
-            parts = [positive_counts(scores_of(b), *label_keys.match(x.query_labels[b, 0]), strict=strict)
-                     for b in rows.split(block)]  # fmt: skip
-            descending, valid, at_least, above = concat_counts(parts)
-            table.store(binary_query_metrics(tie_positives(descending, valid, at_least, above, ties), cutoffs), rows)
-        else:  # the ranked relevant items serve H-AP, ASI, NDCG and the binary metrics of every column
-            scores = scores_of(rows)
-            index, valid = label_keys.match(x.query_labels[rows, -1])
-            levels = levels_between(x.query_labels[rows], x.ref_labels[index])
-            ranking = rank_relevant_items(scores, index, valid, levels, num_levels, ties)
-            table.store(hierarchical_query_metrics(ranking, alpha), rows, "_hier")
-            for h in range(num_levels):
-                table.store(level_binary_metrics(ranking, h, cutoffs), rows, f"_level{h}")
+    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha)
     if shard is not None:
         table.all_reduce(shard)
     return _finalise(table, *finish)

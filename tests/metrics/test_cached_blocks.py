@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.functional import _metrics
+from ranklit.functional import _row_metrics
 from ranklit.functional._metrics import retrieval_metric_tensors
 
 
@@ -33,7 +33,7 @@ def test_blocks_of_a_chunk_give_the_values_of_the_whole_chunk(ties: str, monkeyp
     for kwargs in cases:
         whole = retrieval_metric_tensors(**kwargs, ties=ties, per_query=True, normalize=False)
         with monkeypatch.context() as small:
-            small.setattr(_metrics, "cached_rows", lambda *args: 3)  # blocks of 3 rows: widths differ block to block
+            small.setattr(_row_metrics, "cached_rows", lambda *args: 3)  # blocks of 3 rows: widths differ
             blocks = retrieval_metric_tensors(**kwargs, ties=ties, per_query=True, normalize=False)
         for key in whole:
             assert torch.equal(whole[key].nan_to_num(-7.0), blocks[key].nan_to_num(-7.0)), (key, sorted(kwargs))
