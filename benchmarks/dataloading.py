@@ -79,18 +79,20 @@ def _write_jpegs(root: Path, images: int, per_class: int, width: int, height: in
         Image.fromarray(pixels).save(path, "JPEG", quality=90)
 
 
-def _ranklit(root: Path, workers: int, transform: Callable[[Any], Any] | None = None) -> DataLoader:
+def _module(root: Path, workers: int, transform: Callable[[Any], Any] | None = None) -> RetrievalDataModule:
     dataset = ClassFolderDataset(root, transform=transform)
-    module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=workers)
-    return module.train_dataloader()
+    return RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=workers)
+
+
+def _ranklit(root: Path, workers: int, transform: Callable[[Any], Any] | None = None) -> DataLoader:
+    return _module(root, workers, transform).train_dataloader()
 
 
 class _NormalisedHere:
     """ranklit's loader with each ``uint8`` batch scaled and normalised in this process (training on the CPU)."""
 
     def __init__(self, root: Path, workers: int) -> None:
-        dataset = ClassFolderDataset(root)
-        self.module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=workers)
+        self.module = _module(root, workers)
         self.loader = self.module.train_dataloader()
 
     def __iter__(self) -> Any:

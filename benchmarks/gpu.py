@@ -139,9 +139,10 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
     for name, loss_fn in (("SupAPLoss", SupAPLoss()), ("HAPLoss", HAPLoss()), ("SmoothAPLoss", SmoothAPLoss())):
         last: tuple[int, float] | None = None  # (B, seconds) of the last size measured
         for batch in size["sizes"]:
-            if last is not None and _cubic_estimate(last, batch) > size["loss_budget_s"]:
-                rows.append(f"| {name} | {batch:,} | skipped: about {_cubic_estimate(last, batch):,.1f} s from "
-                            f"B = {last[0]:,} (B^3 work) | — |")  # fmt: skip
+            estimate = 0.0 if last is None else _cubic_estimate(last, batch)
+            if last is not None and estimate > size["loss_budget_s"]:
+                rows.append(f"| {name} | {batch:,} | skipped: about {estimate:,.1f} s from B = {last[0]:,} (B^3 work) "
+                            "| — |")  # fmt: skip
                 continue
             embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
             labels = labels if name == "HAPLoss" else labels[:, 0]

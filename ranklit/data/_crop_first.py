@@ -76,10 +76,10 @@ class CropFirst(nn.Module):
         rest = modules[2:]  # (the centre crop,) the flip, the normalisation
         self.filter = _PIL_FILTERS[self.crop.interpolation]
         self.tail = kernels(rest)  # after Pillow's resampling of a reduced decode
-        self.full_tail = kernels([self.crop, *rest])  # the evaluation transform on the full image
+        first: nn.Module = self.crop  # the evaluation transform on the full image
         if isinstance(self.crop, v2.RandomResizedCrop):  # a training crop of the full image: this resize, the rest
-            resize = v2.Resize(self.crop.size, interpolation=self.crop.interpolation, antialias=self.crop.antialias)
-            self.full_tail = kernels([resize, *rest])
+            first = v2.Resize(self.crop.size, interpolation=self.crop.interpolation, antialias=self.crop.antialias)
+        self.full_tail = kernels([first, *rest])
 
     def forward(self, image: Any) -> Any:
         return self.transform(image)
