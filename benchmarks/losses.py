@@ -25,7 +25,7 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     ]  # fmt: skip
     print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"{torch.get_num_threads()} threads; d = {DIM}, K = {K}; forward + backward")
-    print(f"| loss | B | ranklit ms | ranklit peak MB | naive ms | naive peak MB | speed-up | memory ratio |")
+    print("| loss | B | ranklit ms | ranklit peak MB | naive ms | naive peak MB | speed-up | memory ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         for batch in sizes:

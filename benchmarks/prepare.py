@@ -1,13 +1,13 @@
 """What ``ranklit data prepare`` costs beyond the bytes: download over HTTP, a drop resumed, digests, safe unpacking.
 
 A synthetic ``.tar.gz`` of ``--size`` MiB (``--files`` incompressible files, like JPEGs) is served from 127.0.0.1 by
-the test suite's Range server (``tests/cli/prepare/server.py``). Measured, each the best of ``--repeat`` runs:
+the test suite's Range server (``tests/data/prepare/server.py``). Measured, each the best of ``--repeat`` runs:
 
-- ``download``: :func:`ranklit.cli._prepare._download.download` of the whole file, and the same with the connection
+- ``download``: :func:`ranklit.data._prepare._download.download` of the whole file, and the same with the connection
   dropped halfway (resumed with HTTP Range: bytes served / archive size);
-- ``digests``: :func:`~ranklit.cli._prepare._download.digests` (MD5 and SHA-256 in one read) against ``sha256sum``
+- ``digests``: :func:`~ranklit.data._prepare._download.digests` (MD5 and SHA-256 in one read) against ``sha256sum``
   and ``md5sum`` one after the other;
-- ``unpack``: :func:`ranklit.cli._prepare._extraction.unpack` (every entry checked, ``data`` filter) against
+- ``unpack``: :func:`ranklit.data._prepare._extraction.unpack` (every entry checked, ``data`` filter) against
   ``tarfile.extractall`` without checks and GNU ``tar -xzf``.
 
 Run from the repository root (about a minute at the default size)::
@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ranklit.cli._prepare._download import digests, download
-from ranklit.cli._prepare._extraction import unpack
-from tests.cli.prepare.server import Served, serving
+from ranklit.data._prepare._download import digests, download
+from ranklit.data._prepare._extraction import unpack
+from tests.data.prepare.server import Served, serving
 
 _MIB = 1 << 20
 

@@ -1,7 +1,7 @@
 """R1M-scale landmark evaluation: 70 queries against a tiny gallery plus 1,000,000 random distractors, streamed.
 
 The distractor descriptors (float32, ``--dim`` 2048: 8 GB for a million) never sit in memory: they are generated
-chunk by chunk (seeded per chunk) and written as ``.npy`` shards by :class:`ranklit.landmarks.descriptors.
+chunk by chunk (seeded per chunk) and written as ``.npy`` shards by :class:`ranklit.index.descriptors.
 DescriptorWriter` (what ``ranklit predict`` writes), then :func:`ranklit.landmarks.revisited_map` (optionally after
 α-QE, ``--qe``, and a learnt whitening, ``--whiten``) reads them back chunk by chunk. Each phase runs in a fresh
 child process, which reports its wall time and its peak resident memory (``ru_maxrss``; the page cache the shards
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ranklit.index import DescriptorShards, DescriptorWriter
 from ranklit.landmarks import revisited_map
-from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.landmarks.postprocess import AlphaQueryExpansion, LearntWhitening, apply_postprocess
 
 NUM_QUERIES = 70

@@ -1,12 +1,12 @@
 """Search latency and peak memory: ranklit's exact streamed search next to faiss-cpu Flat and IVF (recall@10 of each).
 
 For each gallery size (``--sizes``, default 10⁵ and 10⁶ descriptors of ``--dim`` 512), the gallery is written as
-descriptor shards on disk (:class:`ranklit.landmarks.descriptors.DescriptorWriter`, the files ``ranklit index``
+descriptor shards on disk (:class:`ranklit.index.descriptors.DescriptorWriter`, the files ``ranklit index``
 writes: 2 GB for 10⁶ × 512 float32). The descriptors are a mixture, as trained embeddings are: ``--clusters`` random
 unit centres, each item a centre plus Gaussian noise (``--noise`` per dimension), L2-normalised; the ``--queries``
 queries are fresh draws of the same mixture. Methods, each in a fresh child process:
 
-- **ranklit exact**: :func:`ranklit.landmarks.neighbours.top_k` over the shards, chunk by chunk (what
+- **ranklit exact**: :func:`ranklit.index.neighbours.top_k` over the shards, chunk by chunk (what
   ``Retriever`` and ``ranklit search`` run): memory ``O(Q·(k + chunk))``, the gallery never in memory;
 - **faiss Flat**: ``IndexFlatIP`` (exhaustive, the gallery in memory), filled chunk by chunk;
 - **faiss IVF**: ``IVF<nlist>,Flat`` with ``nlist = 4·sqrt(N)``, trained on 100,000 rows, ``nprobe`` of
@@ -39,8 +39,7 @@ from typing import Any
 import torch
 
 from ranklit.deploy._faiss_backend import build_faiss_index, faiss_search, recall_at_k
-from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
-from ranklit.landmarks.neighbours import top_k
+from ranklit.index import DescriptorShards, DescriptorWriter, top_k
 
 K = 10
 

@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
-HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation"}
+HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation", "ranklit._lazy"}
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 
 
@@ -75,7 +75,7 @@ def _stdlib(name: str) -> bool:
 
 def test_functional_imports_torch_only() -> None:
     """Plus the standard library and the dependency-free top-level helpers: no numpy, no files on disk (the descriptor
-    shards are :mod:`ranklit.landmarks`)."""
+    shards are :mod:`ranklit.index`)."""
 
     def allowed(name: str) -> bool:
         return (
@@ -94,7 +94,8 @@ def test_data_imports_lightning_only_in_the_datamodule() -> None:
 
 
 @pytest.mark.parametrize(
-    "layer", ["ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.data", "ranklit.landmarks"]
+    "layer",
+    ["ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.data", "ranklit.index", "ranklit.landmarks"],
 )
 def test_the_lower_layers_do_not_import_the_callbacks(layer: str) -> None:
     assert not _offending(layer, lambda n: not _within(n, "ranklit.callbacks"))
@@ -124,7 +125,7 @@ def test_the_api_index_says_what_each_package_imports() -> None:
         assert not found, f"docs/api/index.md does not list what these import: {found}"
 
 
-CORE = ("ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.landmarks")
+CORE = ("ranklit.functional", "ranklit.losses", "ranklit.metrics", "ranklit.index", "ranklit.landmarks")
 READERS = ("ranklit.landmarks._datasets", "ranklit.landmarks._evaluation_set")  # the `train` extra, imported lazily
 
 
@@ -143,7 +144,7 @@ def test_the_core_imports_the_core_install_only() -> None:
     found = [o for package in CORE for o in _offending(package, allowed) if not o.startswith(READERS)]
     assert not found
     code = (
-        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.landmarks; "
+        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.index, ranklit.landmarks; "
         "bad = [m for m in ('lightning', 'timm', 'jsonargparse', 'yaml', 'wandb') if m in sys.modules]; "
         "assert not bad, bad"
     )

@@ -45,9 +45,9 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     trained = _run(step, empty, site)
     assert trained.returncode == 0, trained.stderr[-3000:]
     # `ranklit data prepare` from the installed wheel against a local server (issue 26)
-    from tests.cli.prepare.archives import MINIATURES
-    from tests.cli.prepare.helpers import source_args
-    from tests.cli.prepare.server import Served, serving
+    from tests.data.prepare.archives import MINIATURES
+    from tests.data.prepare.helpers import source_args
+    from tests.data.prepare.server import Served, serving
 
     files = MINIATURES["cub"](tmp_path / "cub_files")
     with serving(Served(files={f"/{name}": content for name, content in files.items()})) as served:

@@ -1,7 +1,7 @@
 """``EmbeddingWriter``: write what ``ranklit predict`` computes (embeddings, labels, indices) to disk as it goes.
 
 The format is numpy ``.npy`` shards with a JSON manifest, read back through memory maps
-(:mod:`ranklit.landmarks.descriptors`): a set of any size is written with the memory of one shard and streamed by
+(:mod:`ranklit.index.descriptors`): a set of any size is written with the memory of one shard and streamed by
 the evaluation, the whitening and α-QE (:mod:`ranklit.landmarks.postprocess`).
 """
 
@@ -21,8 +21,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from typing_extensions import override
 
 from ranklit.errors import UserError
-from ranklit.landmarks._manifests import owned_files
-from ranklit.landmarks.descriptors import DEFAULT_CHUNK_ROWS, DescriptorShards, DescriptorWriter
+from ranklit.index import DEFAULT_CHUNK_ROWS, DescriptorShards, DescriptorWriter, owned_files
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested
 
 __all__ = ["EmbeddingWriter", "count_rows", "load_predictions"]
@@ -33,12 +32,12 @@ _ROLES = ("query", "gallery")
 class EmbeddingWriter(BasePredictionWriter):
     """Write each predicted batch to the folder ``path`` as numpy shards of ``shard_rows`` rows.
 
-    Layout: ``path/`` holds the shards of the predicted set (format: :mod:`ranklit.landmarks.descriptors`); with a
+    Layout: ``path/`` holds the shards of the predicted set (format: :mod:`ranklit.index.descriptors`); with a
     query/gallery evaluation, ``path/query/`` and ``path/gallery/``. Under DDP every rank writes its own shards and
     manifest (``rank<r>``); readers merge them and drop the sampler's padding repeats by dataset index. A folder is
     readable once its manifests are marked complete, at the end of the epoch. ``prefix`` starts the writers' names
     (``<prefix>rank<r>``): several predictions into one folder (the blocks of ``ranklit index``) read as one set.
-    Read it with :func:`load_predictions` (into memory) or :class:`ranklit.landmarks.descriptors.DescriptorShards`
+    Read it with :func:`load_predictions` (into memory) or :class:`ranklit.index.descriptors.DescriptorShards`
     (memory-mapped).
 
     **One run per folder.** Each prediction draws a run identity (broadcast from rank 0), written into its manifests
@@ -148,7 +147,7 @@ def load_predictions(path: str | Path) -> dict[str, Any]:
 
     Returns ``{"embeddings": [N, D], "labels": [N] or [N, L], "index": [N]}``, or ``{"query": {...}, "gallery":
     {...}}`` for a query/gallery prediction. For sets bigger than memory use
-    :class:`ranklit.landmarks.descriptors.DescriptorShards` instead.
+    :class:`ranklit.index.descriptors.DescriptorShards` instead.
     """
     path = Path(path)
     if all((path / role).is_dir() for role in _ROLES):

@@ -7,7 +7,7 @@
 - :mod:`ranklit.cli._slurm` — ``--requeue`` and ranklit's own handling of SLURM's ``SIGUSR1``.
 - :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli._data_check` — ``ranklit data check``.
-- :mod:`ranklit.cli._prepare` — ``ranklit data prepare`` (download, verify, unpack, lay out a benchmark dataset).
+- :mod:`ranklit.cli._prepare_command` — ``ranklit data prepare``, the face of :func:`ranklit.data.prepare_dataset`.
 
 The command needs the training stack (``pip install "ranklit[train]"``); the core install (losses, metrics) does not
 have it, and :func:`main` then says so in one line (exit 2) instead of a traceback. This module imports nothing of the
@@ -19,7 +19,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ranklit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranklit.cli._app import RanklitCLI
@@ -70,10 +72,4 @@ def main(args: list[str] | None = None) -> None:
         raise SystemExit(130) from None
 
 
-def __getattr__(name: str) -> Any:
-    """``ranklit.cli.RanklitCLI``, imported on first use (it needs Lightning)."""
-    if name == "RanklitCLI":
-        from ranklit.cli._app import RanklitCLI
-
-        return RanklitCLI
-    raise AttributeError(f"module 'ranklit.cli' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"RanklitCLI": "ranklit.cli._app"})  # it needs Lightning

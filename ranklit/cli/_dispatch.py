@@ -148,7 +148,7 @@ def answer(args: list[str], training_stack: bool = True) -> bool:
         print_configs()
         return True
     if args[:2] == ["data", "prepare"]:
-        from ranklit.cli import _prepare as prepare
+        from ranklit.cli import _prepare_command as prepare
 
         return _lean(lambda: prepare.main(args[2:]))
     if first in RUN_OPTIONS and (problem := unknown_option(first, args[1:])):

@@ -1,10 +1,13 @@
-"""Datasets, samplers, transforms and the ``RetrievalDataModule``.
+"""Datasets, samplers, transforms, the ``RetrievalDataModule`` and the preparation of the benchmark datasets
+(:func:`prepare_dataset`, what ``ranklit data prepare`` runs).
 
-``RetrievalDataModule`` is imported lazily: ``import ranklit.data`` does not import Lightning.
+``RetrievalDataModule`` is imported lazily: ``import ranklit.data`` does not import Lightning; nor does it import the
+download machinery, until ``prepare_dataset`` is used.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ranklit._lazy import lazy_exports
 from ranklit.data._category_sampler import CategorySampler
 from ranklit.data._samplers import HierarchicalSampler, PKSampler
 from ranklit.data._uniform_sampler import UniformBatchSampler
@@ -14,23 +17,30 @@ from ranklit.data.sampler_base import EpochBatchSampler, SeededIndex, batches_pe
 
 if TYPE_CHECKING:
     from ranklit.data._datamodule import RetrievalDataModule
+    from ranklit.data._prepare import DATASET_CATALOG, PreparedDataset, prepare_dataset
 
-__all__ = [  # RetrievalDataModule is lazy: see __getattr__
+__all__ = [  # RetrievalDataModule and the dataset preparation are lazy: see __getattr__
+    "DATASET_CATALOG",
     "CategorySampler",
     "EpochBatchSampler",
     "HierarchicalSampler",
     "PKSampler",
+    "PreparedDataset",
     "RetrievalDataModule",
     "SeededIndex",
     "UniformBatchSampler",
     "batches_per_rank",
+    "prepare_dataset",
     *_dataset_names,
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RetrievalDataModule":
-        from ranklit.data._datamodule import RetrievalDataModule
-
-        return RetrievalDataModule
-    raise AttributeError(f"module 'ranklit.data' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "RetrievalDataModule": "ranklit.data._datamodule",  # Lightning
+        "DATASET_CATALOG": "ranklit.data._prepare",  # the download machinery, for `data prepare` alone
+        "PreparedDataset": "ranklit.data._prepare",
+        "prepare_dataset": "ranklit.data._prepare",
+    },
+)

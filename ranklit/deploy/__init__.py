@@ -15,8 +15,9 @@ import the landmark pipeline, torchmetrics and Lightning (issue 31: start-up tim
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ranklit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranklit.deploy._export import card_path, export_model
@@ -25,11 +26,11 @@ if TYPE_CHECKING:
     from ranklit.deploy._model import LoadedModel, load_model
     from ranklit.deploy._retriever import Hit, Retriever
 
-_MODULES = {  # name -> the module that defines it
-    "card_path": "_export", "export_model": "_export", "add_faiss": "_faiss_index", "evaluate_recall": "_faiss_index",
-    "build_index": "_index", "read_index_card": "_index", "LoadedModel": "_model", "load_model": "_model",
-    "Hit": "_retriever", "Retriever": "_retriever",
-}  # fmt: skip
+_LAZY = {name: f"ranklit.deploy.{module}" for module, names in {
+    "_export": ("card_path", "export_model"), "_faiss_index": ("add_faiss", "evaluate_recall"),
+    "_index": ("build_index", "read_index_card"), "_model": ("LoadedModel", "load_model"),
+    "_retriever": ("Hit", "Retriever"),
+}.items() for name in names}  # fmt: skip
 
 __all__ = [
     "Hit",
@@ -45,13 +46,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULES:
-        raise AttributeError(f"module 'ranklit.deploy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"ranklit.deploy.{_MODULES[name]}"), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -1,7 +1,7 @@
 """Approximate search with faiss (``pip install "ranklit[faiss]"``), and its recall against ranklit's exact search.
 
 Scores are inner products (the descriptors are L2-normalised: cosine similarities), as in the exact search of
-:func:`ranklit.landmarks.neighbours.top_k`. The kinds, as faiss ``index_factory`` strings:
+:func:`ranklit.index.neighbours.top_k`. The kinds, as faiss ``index_factory`` strings:
 
 - ``flat``: ``Flat``, exhaustive (the exact result, faiss's BLAS kernels; ``N·D`` floats in memory);
 - ``ivf``: ``IVF<nlist>,Flat``, ``nlist`` k-means cells, ``nprobe`` of them visited per query;
@@ -25,7 +25,7 @@ from torch import Tensor
 from ranklit.errors import UserError
 
 if TYPE_CHECKING:  # the landmark pipeline imports torchmetrics: not for `ranklit index --help`
-    from ranklit.landmarks.descriptors import Descriptors
+    from ranklit.index import Descriptors
 
 __all__ = ["BACKENDS", "factory_string", "build_faiss_index", "faiss_search", "recall_at_k"]
 
@@ -77,7 +77,7 @@ def build_faiss_index(descriptors: Descriptors, factory: str, *, train_rows: int
     """A faiss index of ``factory`` over ``descriptors`` (trained if needed, then filled chunk by chunk).
 
     Example:
-        >>> from ranklit.landmarks.descriptors import TensorDescriptors
+        >>> from ranklit.index import TensorDescriptors
         >>> gallery = torch.nn.functional.normalize(torch.randn(100, 8), dim=1)
         >>> index = build_faiss_index(TensorDescriptors(gallery), "Flat")
         >>> faiss_search(index, gallery[:2], 1)[1].tolist()

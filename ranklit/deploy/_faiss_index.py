@@ -10,8 +10,7 @@ import torch
 
 from ranklit.deploy._faiss_backend import _faiss, build_faiss_index, factory_string, faiss_search, recall_at_k
 from ranklit.deploy._index import IndexFiles, _write_card, read_index_card
-from ranklit.landmarks.descriptors import DescriptorShards
-from ranklit.landmarks.neighbours import top_k
+from ranklit.index import DescriptorShards, top_k
 
 __all__ = ["add_faiss", "evaluate_recall"]
 

@@ -6,7 +6,7 @@ Layout of an index folder ``I``::
                       complete, backend, faiss settings, evaluation; written first (complete: false), rewritten last
     paths.json        the image files, absolute, in dataset order (row ``i`` of ``descriptors.index`` is one of them)
     net.pt            the network's weights (the card's config rebuilds it; ``model_sha256`` checks it)
-    descriptors/      numpy shards (:mod:`ranklit.landmarks.descriptors`), one writer per block and rank:
+    descriptors/      numpy shards (:mod:`ranklit.index.descriptors`), one writer per block and rank:
                       block<b>-rank<r>.json, ...
     faiss.index       with a faiss backend (:mod:`ranklit.deploy._faiss_backend`)
 
@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 
 from ranklit.deploy._model import CARD_FORMAT, LoadedModel
 from ranklit.errors import UserError
-from ranklit.landmarks.descriptors import DescriptorShards
+from ranklit.index import DescriptorShards
 
 __all__ = ["IndexFiles", "build_index", "images_dataset", "read_index_card"]
 

@@ -2,7 +2,7 @@
 
 The network is rebuilt from the index's card and weights (checked against ``model_sha256``), so a query is embedded
 by the model that embedded the gallery. The search is exact by default, streamed over the descriptor shards
-(:func:`ranklit.landmarks.neighbours.top_k`: memory ``O(Q·(k + chunk))``, whatever the size of the index), or by the
+(:func:`ranklit.index.neighbours.top_k`: memory ``O(Q·(k + chunk))``, whatever the size of the index), or by the
 index's faiss structure. Optional post-processing, as in the landmark evaluation
 (:mod:`ranklit.landmarks.postprocess`): a learnt whitening, α-QE, database-side augmentation, applied in order;
 their gallery side is computed once, when the retriever is made.
@@ -25,8 +25,7 @@ from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
 from ranklit.deploy._model import LoadedModel, _build_net, weights_sha256
 from ranklit.errors import UserError
-from ranklit.landmarks.descriptors import Descriptors, DescriptorShards
-from ranklit.landmarks.neighbours import top_k
+from ranklit.index import Descriptors, DescriptorShards, top_k
 from ranklit.landmarks.postprocess import PostProcessStep
 
 __all__ = ["Hit", "Retriever"]

@@ -1,8 +1,6 @@
-"""The landmark-retrieval test-time pipeline: descriptors on disk, whitening, α-QE / DBA, the Revisited Oxford and
+"""The landmark-retrieval test-time pipeline: whitening, α-QE / DBA, the Revisited Oxford and
 Paris datasets, their mAP and mP@k under the easy / medium / hard protocols.
 
-- :mod:`ranklit.landmarks.descriptors` — descriptor sets as tensors or ``.npy`` shards on disk, streamed in chunks.
-- :mod:`ranklit.landmarks.neighbours` — scores and top-k of queries against a descriptor set, chunk by chunk.
 - :mod:`ranklit.landmarks._whitening`, :mod:`ranklit.landmarks.postprocess` — learnt whitening, α-QE, DBA.
 - :mod:`ranklit.landmarks._protocols`, :mod:`ranklit.landmarks._revisited_map`,
   :mod:`ranklit.landmarks._revisited_metrics` — the protocols, the metric function and its torchmetrics class.
@@ -10,19 +8,19 @@ Paris datasets, their mAP and mP@k under the easy / medium / hard protocols.
   the Revisited readers (these need the ``train`` extra: Pillow, torchvision; imported on first use).
 
 The pipeline is pure torch + numpy except the readers, so the metric and the post-processing work with the core
-install; :mod:`ranklit.functional` itself stays free of files on disk.
+install; :mod:`ranklit.functional` itself stays free of files on disk. The descriptors on disk and the exact search
+it runs over are :mod:`ranklit.index`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ranklit._lazy import lazy_exports
 from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks._revisited_map import revisited_map
 from ranklit.landmarks._revisited_metrics import RevisitedMetrics
 from ranklit.landmarks._whitening import Whitening, learn_whitening
-from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter, as_descriptors, open_descriptors
-from ranklit.landmarks.neighbours import query_scores, top_k
 from ranklit.landmarks.postprocess import (
     AlphaQueryExpansion,
     DatabaseAugmentation,
@@ -40,8 +38,6 @@ __all__ = [
     "PROTOCOLS",
     "AlphaQueryExpansion",
     "DatabaseAugmentation",
-    "DescriptorShards",
-    "DescriptorWriter",
     "LearntWhitening",
     "PostProcessStep",
     "RevisitedLandmarks",
@@ -50,24 +46,12 @@ __all__ = [
     "Whitening",
     "alpha_query_expansion",
     "apply_postprocess",
-    "as_descriptors",
     "learn_whitening",
-    "open_descriptors",
-    "query_scores",
     "revisited_map",
-    "top_k",
 ]
 
-_READERS = {
-    "RevisitedLandmarks": "ranklit.landmarks._datasets",
-    "RevisitedTestSet": "ranklit.landmarks._evaluation_set",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The Revisited readers, imported on first use (they need Pillow and torchvision, the ``train`` extra)."""
-    if name in _READERS:
-        import importlib
-
-        return getattr(importlib.import_module(_READERS[name]), name)
-    raise AttributeError(f"module 'ranklit.landmarks' has no attribute {name!r}")
+# the Revisited readers, imported on first use (they need Pillow and torchvision, the ``train`` extra)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {"RevisitedLandmarks": "ranklit.landmarks._datasets", "RevisitedTestSet": "ranklit.landmarks._evaluation_set"},
+)

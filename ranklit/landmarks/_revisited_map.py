@@ -30,9 +30,8 @@ from ranklit.functional.binary_metrics import average_precision, expected_precis
 from ranklit.functional.inputs import check_embeddings, compute_dtype
 from ranklit.functional.ranking import select_columns
 from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
+from ranklit.index import Descriptors, MappedDescriptors, as_descriptors, query_scores
 from ranklit.landmarks._protocols import PROTOCOLS
-from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors
-from ranklit.landmarks.neighbours import query_scores
 
 __all__ = ["PROTOCOLS", "revisited_map"]
 
@@ -146,7 +145,7 @@ def revisited_map(
     Args:
         embeddings: ``[Q, D]`` query embeddings (L2-normalised here; score = dot product).
         ref_embeddings: ``[N, D]`` gallery embeddings (optionally with the R1M distractors appended), a tensor or a
-            descriptor set (:mod:`ranklit.landmarks.descriptors`) streamed chunk by chunk: memory ``O(Q·N)``
+            descriptor set (:mod:`ranklit.index.descriptors`) streamed chunk by chunk: memory ``O(Q·N)``
             scores, never the ``N·D`` gallery. Rows are L2-normalised as they are read.
         gnd: one mapping per query with ``'easy'``, ``'hard'`` and ``'junk'`` lists of gallery indices (the ``gnd``
             entries of revisitop's ``gnd_roxford5k.pkl``; other keys such as ``'bbx'`` are ignored).

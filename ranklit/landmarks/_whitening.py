@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ranklit.landmarks.descriptors import Descriptors, as_descriptors
+from ranklit.index import Descriptors, as_descriptors
 
 __all__ = ["Whitening", "learn_whitening"]
 
@@ -62,7 +62,7 @@ def learn_whitening(
 
     Args:
         embeddings: ``[N, D]`` descriptors, ``N >= 2``: a tensor, or a descriptor set
-            (:mod:`ranklit.landmarks.descriptors`, e.g. the shards ``ranklit predict`` writes) read in two passes
+            (:mod:`ranklit.index.descriptors`, e.g. the shards ``ranklit predict`` writes) read in two passes
             of ``chunk_rows`` rows (mean, then covariance: memory ``O(D² + chunk_rows·D)``).
         power: exponent of the eigenvalue scaling (0.25: square-rooted PCA; 0.5: full whitening; 0: PCA only).
         dim: components kept, ``K <= D``; ``None`` keeps all ``D``.

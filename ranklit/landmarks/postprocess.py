@@ -2,7 +2,7 @@
 
 Each step is a small object called as ``step(queries, gallery) -> (queries, gallery)`` on L2-normalised descriptors
 (scores are dot products); a list of steps is applied in order by :func:`apply_postprocess`. ``queries`` is a
-``[Q, D]`` tensor, ``gallery`` a tensor or a :class:`ranklit.landmarks.descriptors.Descriptors` set (e.g. numpy
+``[Q, D]`` tensor, ``gallery`` a tensor or a :class:`ranklit.index.descriptors.Descriptors` set (e.g. numpy
 shards on disk): whitening and α-QE stream over the gallery, so a million-row gallery never sits in memory. They work
 for any query/gallery evaluation, e.g. ``retrieval_metrics(*apply_postprocess(steps, q, g), ...)``.
 
@@ -31,9 +31,8 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_positive_int
+from ranklit.index import Descriptors, MappedDescriptors, as_descriptors, open_descriptors, top_k
 from ranklit.landmarks._whitening import Whitening, learn_whitening
-from ranklit.landmarks.descriptors import Descriptors, MappedDescriptors, as_descriptors, open_descriptors
-from ranklit.landmarks.neighbours import top_k
 
 __all__ = [
     "PostProcessStep",

@@ -17,7 +17,7 @@ from ranklit.callbacks import load_predictions
 from ranklit.cli import main
 from ranklit.data import SyntheticHierarchy
 from ranklit.errors import UserError
-from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
+from ranklit.index import DescriptorShards, DescriptorWriter
 from tests.cli.test_cli import TINY
 from tests.tiny import SMALL, synthetic_args
 

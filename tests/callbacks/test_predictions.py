@@ -12,9 +12,9 @@ from ranklit.callbacks import load_predictions
 from ranklit.cli import main
 from ranklit.data import SyntheticHierarchy
 from ranklit.errors import UserError
+from ranklit.index import DescriptorShards, DescriptorWriter
 from ranklit.landmarks import RevisitedTestSet
 from ranklit.landmarks._whitening import learn_whitening
-from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
 from ranklit.models import EmbeddingNet
 from tests.cli.test_cli import TINY
 from tests.data import layouts

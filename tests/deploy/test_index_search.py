@@ -17,8 +17,8 @@ from PIL import Image
 from ranklit.data.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
 from ranklit.errors import UserError
+from ranklit.index import DescriptorShards
 from ranklit.landmarks import learn_whitening
-from ranklit.landmarks.descriptors import DescriptorShards
 from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, apply_postprocess
 
 from .conftest import Images, Run

@@ -13,8 +13,7 @@ import torch
 
 from ranklit.deploy import build_index, load_model
 from ranklit.deploy._faiss_backend import build_faiss_index, factory_string, faiss_search, recall_at_k
-from ranklit.landmarks.descriptors import TensorDescriptors
-from ranklit.landmarks.neighbours import top_k
+from ranklit.index import TensorDescriptors, top_k
 from tests.cli.cli_cases import drive
 
 from .conftest import Images, Run

@@ -12,9 +12,9 @@ import torch
 from PIL import Image
 
 from ranklit.functional import retrieval_metrics
+from ranklit.index import ConcatenatedDescriptors, DescriptorShards, DescriptorWriter
 from ranklit.landmarks import RevisitedLandmarks
 from ranklit.landmarks._revisited_map import revisited_map
-from ranklit.landmarks.descriptors import ConcatenatedDescriptors, DescriptorShards, DescriptorWriter
 from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, alpha_query_expansion
 from tests.oracles.landmarks import official_revisited, oracle_alpha_qe, oracle_dba
 from tests.oracles.metrics import oracle_revisited_map

@@ -68,7 +68,7 @@ def test_bad_input_is_rejected() -> None:
 
 
 def test_learnt_from_shards_on_disk_equals_learnt_in_memory(tmp_path) -> None:
-    from ranklit.landmarks.descriptors import DescriptorShards, DescriptorWriter
+    from ranklit.index import DescriptorShards, DescriptorWriter
 
     train = _descriptors(100, 6, 5).float()
     writer = DescriptorWriter(tmp_path, shard_rows=16)

@@ -1,7 +1,7 @@
 """Scores and nearest neighbours of queries against a descriptor set, streamed chunk by chunk over the set.
 
 Memory is that of the result (``[Q, N]`` scores, or ``[Q, k]`` neighbours) plus one chunk of the set's descriptors,
-whatever the size of the set (:mod:`ranklit.landmarks.descriptors`: a tensor or shards on disk).
+whatever the size of the set (:mod:`ranklit.index.descriptors`: a tensor or shards on disk).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit.landmarks.descriptors import DEFAULT_CHUNK_ROWS, Descriptors, as_descriptors
+from ranklit.index.descriptors import DEFAULT_CHUNK_ROWS, Descriptors, as_descriptors
 
 __all__ = ["query_scores", "top_k"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from ranklit.cli._prepare import CATALOG
-from ranklit.cli._prepare._command import _prepare_parser
+from ranklit.cli._prepare_command import prepare_parser as _prepare_parser
+from ranklit.data import DATASET_CATALOG as CATALOG
 
 _REPO = Path(__file__).resolve().parents[3]
 _PAGE = (_REPO / "docs" / "datasets.md").read_text()

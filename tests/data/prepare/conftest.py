@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.cli._prepare import _download as download
-from tests.cli.prepare.archives import MINIATURES
-from tests.cli.prepare.server import Served, serving
+from ranklit.data._prepare import _download as download
+from tests.data.prepare.archives import MINIATURES
+from tests.data.prepare.server import Served, serving
 
 
 @pytest.fixture

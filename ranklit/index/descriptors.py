@@ -4,7 +4,7 @@ A descriptor set is anything with ``num_rows``, ``dim``, ``chunks(rows)`` (the r
 time) and ``take(index)`` (a few rows by position): :class:`TensorDescriptors` wraps a tensor,
 :class:`DescriptorShards` reads a folder written by :class:`DescriptorWriter` (what ``ranklit predict`` writes) and
 :class:`MappedDescriptors` applies a row-wise function (a whitening) lazily. Scores against a set are computed chunk
-by chunk (:mod:`ranklit.landmarks.neighbours`), so memory is ``O(Q·N + chunk·D)`` instead of ``O(N·D)``.
+by chunk (:mod:`ranklit.index.neighbours`), so memory is ``O(Q·N + chunk·D)`` instead of ``O(N·D)``.
 
 Chunks are read with plain file reads (the resident memory stays at one chunk; the operating system's page cache is
 not counted), rows taken by position through the memory map.
@@ -23,7 +23,7 @@ not counted), rows taken by position through the memory map.
 whose dataset index was already read (the padding repeats of a distributed sampler). The manifest is written
 ``complete: false`` when the writer starts and rewritten ``complete: true`` when it closes; a folder holding an
 incomplete manifest, manifests of different runs in one group, or shards no manifest names is refused
-(:mod:`ranklit.landmarks._manifests`).
+(:mod:`ranklit.index._manifests`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ranklit.landmarks._manifests import FORMAT, read_manifests
+from ranklit.index._manifests import FORMAT, read_manifests
 
 __all__ = [
     "Descriptors",

@@ -1,74 +1,48 @@
-"""``ranklit data prepare NAME --root DIR``: download, verify, unpack and lay out a benchmark dataset in one command.
+"""Download, verify, unpack and lay out a benchmark dataset in one call (:func:`prepare_dataset`; its command is
+``ranklit data prepare NAME --root DIR``).
 
 The steps, each of which stops with one line and exit code 2 on a user's problem:
 
 1. the prepared root (``--root``, or ``--root/<subfolder>`` for the Revisited sets) is checked: not a file, writable;
-   if it holds a record (:mod:`~ranklit.cli._prepare._record`) that agrees with the catalogue, the layout is checked
+   if it holds a record (:mod:`~ranklit.data._prepare._record`) that agrees with the catalogue, the layout is checked
    and the command ends (nothing downloaded);
-2. every file is downloaded (:mod:`~ranklit.cli._prepare._download`, into ``.<root name>.downloads`` beside the root)
+2. every file is downloaded (:mod:`~ranklit.data._prepare._download`, into ``.<root name>.downloads`` beside the root)
    or taken from ``--source``;
 3. every digest is checked before anything is unpacked (a mismatch names the expected and the actual digest);
-4. the files are unpacked safely (:mod:`~ranklit.cli._prepare._extraction`) into a staging folder beside the root,
-   laid out (:mod:`~ranklit.cli._prepare._conversions`), loaded by the dataset's readers (the layout check of
+4. the files are unpacked safely (:mod:`~ranklit.data._prepare._extraction`) into a staging folder beside the root,
+   laid out (:mod:`~ranklit.data._prepare._conversions`), loaded by the dataset's readers (the layout check of
    ``ranklit data check``), recorded, then renamed into place: an interrupted prepare leaves no half-prepared root;
 5. the command prints the ``--data.root`` to pass and the configs that read it.
 """
 
 from __future__ import annotations
 
-import argparse
 import errno
 import importlib
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ranklit.cli._prepare._catalog import CATALOG
-from ranklit.cli._prepare._download import check_space, digests, download, human
-from ranklit.cli._prepare._entries import DatasetEntry
-from ranklit.cli._prepare._extraction import unpack
-from ranklit.cli._prepare._record import RECORD, read_record, record_problems, write_record
-from ranklit.cli._prepare._sources import GIVEN, Source, resolve_sources
+from ranklit.data._prepare._catalog import CATALOG
+from ranklit.data._prepare._download import check_space, digests, download, human
+from ranklit.data._prepare._entries import DatasetEntry
+from ranklit.data._prepare._extraction import unpack
+from ranklit.data._prepare._record import RECORD, read_record, record_problems, write_record
+from ranklit.data._prepare._sources import GIVEN, Source, resolve_sources
 from ranklit.errors import UserError
 
-__all__ = ["main", "prepare"]
-
-
-def _epilog() -> str:
-    rows = [
-        f"  {e.name:<13} {e.title}\n  {'':<13} {e.size}; {e.homepage}\n  {'':<13} terms: {e.terms}\n"
-        f"  {'':<13} e.g. --root data/{e.folder}"
-        for e in CATALOG.values()
-    ]
-    return "datasets (NAME, title, download size, source, terms):\n" + "\n".join(rows) + "\n\nSee docs/datasets.md."
-
-
-def _prepare_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ranklit data prepare",
-        description="Download, verify, unpack and lay out a benchmark dataset in one command.",
-        epilog=_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("name", metavar="NAME", help=f"the dataset: {', '.join(CATALOG)}")
-    parser.add_argument("--root", required=True, type=Path, help="the folder to prepare (created; must be empty)")
-    parser.add_argument("--source", action="append", default=[], metavar="URL|PATH",
-                        help="a mirror's address or a file already on disk (repeat for each file of the dataset), "
-                        "or a folder holding the files")  # fmt: skip
-    parser.add_argument("--sha256", action="append", default=[], metavar="HEX",
-                        help="the expected SHA-256 of each --source (a mirror's repacked archive)")  # fmt: skip
-    parser.add_argument("--retries", type=int, default=5, help="tries after a failed download without progress")
-    parser.add_argument("--keep-archives", action="store_true", help="keep the downloaded archives")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return parser
+__all__ = ["PreparedDataset", "prepare_dataset"]
 
 
 def _entry(name: str) -> DatasetEntry:
     if name not in CATALOG:
-        raise UserError(f"unknown dataset {name!r}: `ranklit data prepare` knows {', '.join(CATALOG)} (see --help).")
+        known = ", ".join(CATALOG)
+        raise UserError(f"unknown dataset {name!r}: ranklit prepares {known} (`ranklit data prepare --help`).")
     return CATALOG[name]
 
 
@@ -164,21 +138,76 @@ def _existing(target: Path, entry: DatasetEntry, sources: list[Source]) -> list[
     return _layout(target, entry)
 
 
-def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tuple[Path, list[str], bool]:
-    """Prepare ``entry`` under ``root`` (module docstring); returns the prepared folder, its layout lines and
-    whether it was already prepared."""
-    root = root.expanduser().absolute()
+@dataclass(frozen=True)
+class PreparedDataset:
+    """What :func:`prepare_dataset` prepared: ``path`` (the prepared folder), ``layout`` (one line per split that the
+    dataset's readers loaded), ``already_prepared`` (its record verified; nothing was downloaded)."""
+
+    entry: DatasetEntry
+    path: Path
+    layout: list[str]
+    already_prepared: bool
+
+    @property
+    def data_root(self) -> Path:
+        """The ``data.root`` to pass to the configs (the parent of ``path`` for the Revisited sets)."""
+        return self.path.parent if self.entry.subfolder else self.path
+
+    @property
+    def configs(self) -> tuple[str, ...]:
+        """The shipped configs that read this dataset."""
+        return tuple(self.entry.configs)
+
+
+def prepare_dataset(
+    name: str,
+    root: str | Path,
+    *,
+    source: Sequence[str | Path] = (),
+    sha256: Sequence[str] = (),
+    retries: int = 5,
+    keep_archives: bool = False,
+    progress: bool = True,
+) -> PreparedDataset:
+    """Download, verify, unpack and lay out the benchmark dataset ``name`` under ``root``: what ``ranklit data
+    prepare NAME --root ROOT`` does (the steps are the module docstring's), as a function.
+
+    Args:
+        name: a key of the catalogue (``cub``, ``sop``, ``inaturalist``, ... : ``ranklit data prepare --help``).
+        root: the folder to prepare (created; must be empty or a root this function prepared before).
+        source: mirrors' addresses or files / folders already on disk, one for each file of the dataset
+            (``--source``); empty: the official addresses.
+        sha256: the expected SHA-256 of each ``source`` (a mirror's repacked archive; ``--sha256``).
+        retries: tries after a failed download without progress.
+        keep_archives: keep the downloaded archives (in ``.<root name>.downloads`` beside ``root``).
+        progress: progress bars on stdout (the step lines are printed either way).
+
+    Returns:
+        What was prepared: the folder, the ``data.root`` to pass, the readers' layout lines, whether it was prepared
+        before (its record verified: nothing was downloaded) and the configs that read it.
+
+    Raises:
+        UserError: a problem the user can fix (unknown name, a file as root, a wrong digest, no disk space, ...),
+            in one sentence that names the file or value and the fix; nothing half-prepared is left in ``root``.
+
+    Example:
+        >>> prepare_dataset("no-such-set", "/tmp/x")
+        Traceback (most recent call last):
+        ...
+        ranklit.errors.UserError: unknown dataset 'no-such-set': ranklit prepares cub, ...
+    """
+    entry = _entry(name)
+    root = Path(root).expanduser().absolute()
     target = root / entry.subfolder if entry.subfolder else root
     for folder in {root, target}:
         if folder.exists() and not folder.is_dir():
             raise UserError(f"--root: {folder} is a file; give a folder (it is created if missing).")
-    sources = resolve_sources(entry, options.source, options.sha256, root)
+    sources = resolve_sources(entry, [str(s) for s in source], list(sha256), root)
     if (lines := _existing(target, entry, sources)) is not None:
-        return target, lines, True
+        return PreparedDataset(entry, target, lines, already_prepared=True)
     _writable(target.parent)
     cache, stage = (target.parent / f".{target.name}.{part}" for part in ("downloads", "prepare-tmp"))
-    paths = [_fetch(source, cache, options.retries, not options.no_progress) for source in sources]
-    progress = not options.no_progress
+    paths = [_fetch(source, cache, retries, progress) for source in sources]
     archives = [_verify(s, p, s.path is None, progress) for s, p in zip(sources, paths, strict=True)]
     check_space(target.parent, sum(p.stat().st_size for p in paths), f"unpacking {entry.name}")
     shutil.rmtree(stage, ignore_errors=True)  # what a killed earlier run left
@@ -199,27 +228,6 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
                         "some space and run the command again.") from None  # fmt: skip
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    if not options.keep_archives:
+    if not keep_archives:
         shutil.rmtree(cache, ignore_errors=True)
-    return target, lines, False
-
-
-def main(args: list[str]) -> None:
-    """``ranklit data prepare ...`` (``args`` after ``prepare``); Ctrl-C exits with 130 in one line."""
-    options = _prepare_parser().parse_args(args)
-    entry = _entry(options.name)
-    try:
-        target, lines, again = prepare(entry, options.root, options)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted: nothing was moved into --root; run the same command to continue (a partial "
-                         "download resumes).\n")  # fmt: skip
-        raise SystemExit(130) from None
-    data_root = target.parent if entry.subfolder else target
-    state = "already prepared (its record verified; nothing downloaded)" if again else "prepared"
-    _say(f"{entry.name} {state} in {target}: {'; '.join(lines)}")
-    _say(f"--data.root {data_root}")
-    if entry.configs:
-        example = f"ranklit data check --config {entry.configs[0]} --data.root {data_root}"
-        _say(f"configs: {', '.join(entry.configs)}, e.g. `{example}`")
-    if entry.usage:
-        _say(f"note: {entry.usage.replace('ROOT', str(data_root))}")
+    return PreparedDataset(entry, target, lines, already_prepared=False)

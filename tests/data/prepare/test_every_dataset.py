@@ -13,10 +13,10 @@ import yaml
 
 from ranklit.cli import main
 from ranklit.cli._config_files import resolve_config_paths
-from ranklit.cli._prepare import CATALOG
-from tests.cli.prepare.archives import MINIATURES, tree
-from tests.cli.prepare.helpers import sha256, source_args
-from tests.cli.prepare.server import Served, serving
+from ranklit.data import DATASET_CATALOG as CATALOG
+from tests.data.prepare.archives import MINIATURES, tree
+from tests.data.prepare.helpers import sha256, source_args
+from tests.data.prepare.server import Served, serving
 
 # the miniatures' test splits have 2 classes, which the readers rightly warn about
 pytestmark = pytest.mark.filterwarnings("ignore:.*has 2 classes:UserWarning")

@@ -1,7 +1,7 @@
 """From the unpacked official files to the layout each ranklit reader reads (:mod:`ranklit.data.datasets`).
 
 Each conversion takes the staging folder where ``ranklit data prepare`` unpacked every file of a dataset (each archive
-into its :attr:`~ranklit.cli._prepare._entries.Archive.into` folder) and returns the folder that becomes the prepared
+into its :attr:`~ranklit.data._prepare._entries.Archive.into` folder) and returns the folder that becomes the prepared
 root; it runs before anything is moved into place, so a failure leaves no prepared root behind.
 """
 

@@ -1,6 +1,6 @@
 """The manifests of a descriptor folder, checked before any shard is read: no stale, foreign or half-written shard.
 
-A manifest (format: :mod:`ranklit.landmarks.descriptors`) of version 2 names its run (``run``: a random id drawn
+A manifest (format: :mod:`ranklit.index.descriptors`) of version 2 names its run (``run``: a random id drawn
 once per prediction, shared by its processes and part of every shard name), its writer group (``group``: the name
 prefix of one prediction, ``""`` for ``ranklit predict``, ``block<b>-`` for a block of ``ranklit index``), its
 process (``rank`` of ``ranks``) and whether it was finished (``complete``). :func:`read_manifests` refuses, with a

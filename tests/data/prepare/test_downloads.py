@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.prepare.archives import MINIATURES
-from tests.cli.prepare.helpers import prepare, sha256, source_args
-from tests.cli.prepare.server import Served, serving
+from tests.data.prepare.archives import MINIATURES
+from tests.data.prepare.helpers import prepare, sha256, source_args
+from tests.data.prepare.server import Served, serving
 
 _MIB = 1 << 20
 

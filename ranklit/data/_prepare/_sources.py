@@ -13,7 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ranklit.cli._prepare._entries import Archive, DatasetEntry
+from ranklit.data._prepare._entries import Archive, DatasetEntry
 from ranklit.errors import UserError
 
 __all__ = ["GIVEN", "Source", "resolve_sources"]

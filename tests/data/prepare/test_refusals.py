@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.cli._prepare import _command as command
-from tests.cli.prepare.archives import MINIATURES, tar, zip_
-from tests.cli.prepare.helpers import outside, prepare, sha256, source_args
+from ranklit.data._prepare import _preparation as command
+from tests.data.prepare.archives import MINIATURES, tar, zip_
+from tests.data.prepare.helpers import outside, prepare, sha256, source_args
 
 
 def _file(folder: Path, name: str, content: bytes) -> Path:

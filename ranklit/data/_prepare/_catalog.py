@@ -3,14 +3,14 @@
 One table, :data:`CATALOG`, declares every dataset once; the command's ``--help``, its checks and the docs page
 ``docs/datasets.md`` follow it. A digest is ``"md5:<hex>"`` or ``"sha256:<hex>"`` as published, with where it was read;
 a file may have several (all are checked), or none where no one publishes one (the first download records its SHA-256
-in the prepared root, and the command says so). The entries' fields are :mod:`ranklit.cli._prepare._entries`; the
-layout conversions live in :mod:`ranklit.cli._prepare._conversions`.
+in the prepared root, and the command says so). The entries' fields are :mod:`ranklit.data._prepare._entries`; the
+layout conversions live in :mod:`ranklit.data._prepare._conversions`.
 """
 
 from __future__ import annotations
 
-from ranklit.cli._prepare import _conversions as conversions
-from ranklit.cli._prepare._entries import Archive, DatasetEntry, Reader
+from ranklit.data._prepare import _conversions as conversions
+from ranklit.data._prepare._entries import Archive, DatasetEntry, Reader
 
 __all__ = ["CATALOG"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.prepare.server import Served
+from tests.data.prepare.server import Served
 
 
 def sha256(content: bytes) -> str:

@@ -17,7 +17,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from ranklit.cli._prepare._download import ProgressBar
+from ranklit.data._prepare._download import ProgressBar
 from ranklit.errors import UserError
 
 __all__ = ["entry_problem", "unpack"]
