@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
-HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation", "ranklit._lazy"}
+HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation", "ranklit._lazy", "ranklit._public"}
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 
 
@@ -57,6 +57,30 @@ def _offending(modules: str, allowed: object) -> list[str]:
 def test_the_checks_see_the_whole_package() -> None:
     assert {"ranklit.cli._app", "ranklit.callbacks._resume", "ranklit.functional._metrics"} <= set(SOURCES)
     assert "ranklit.cli._app" in SOURCES["ranklit.cli"]  # `from ranklit.cli._app import ...` is seen
+
+
+def _package(module: str) -> str:
+    """``ranklit.data`` for ``ranklit.data.datasets._cub``; ``ranklit`` for the top-level helpers."""
+    parts = module.split(".")
+    top_level = len(parts) < 2 or parts[1].startswith("_") or (PACKAGE / f"{parts[1]}.py").is_file()
+    return "ranklit" if top_level else ".".join(parts[:2])
+
+
+def test_a_private_module_is_imported_from_its_own_package_only() -> None:
+    """``_`` means private to its package: another package imports the public names (its ``__init__``'s or a public
+    module's), never a ``_`` module. The top-level helpers (``ranklit._compat``, ``ranklit._checks``, ...) belong to
+    the whole of ranklit."""
+    found = [
+        f"{module} imports {name}"
+        for module, names in SOURCES.items()
+        for name in sorted(names)
+        if _within(name, "ranklit")
+        and _package(name) not in ("ranklit", _package(module))
+        and any(part.startswith("_") for part in name.split(".")[2:])
+    ]
+    assert not found, "import the package's public name instead (export it from its __init__ if need be)"
+    assert _package("ranklit.data.datasets._cub") == "ranklit.data"
+    assert _package("ranklit._compat.lightning") == _package("ranklit.errors") == "ranklit"
 
 
 def test_nothing_imports_the_command_line() -> None:

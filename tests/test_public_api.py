@@ -52,6 +52,9 @@ PUBLIC_MODULES = {
     "ranklit.errors",
     "ranklit.functional.reducers",
     "ranklit.functional.binary_metrics",
+    "ranklit.functional.hyperparameters",
+    "ranklit.functional.metric_engine",
+    "ranklit.functional.precision",
     "ranklit.functional.inputs",
     "ranklit.functional.loss_utils",
     "ranklit.functional.ranking",
@@ -60,6 +63,7 @@ PUBLIC_MODULES = {
     "ranklit.functional.ties",
     "ranklit.losses.base",
     "ranklit.data.decoding",
+    "ranklit.data.inspection",
     "ranklit.data.sampler_base",
     "ranklit.data.transforms",
     "ranklit.data.datasets.base",
@@ -94,3 +98,28 @@ def test_the_public_names_are_the_snapshot() -> None:
 
 if __name__ == "__main__":
     print("\n".join(public_names()))  # noqa: T201
+
+
+def test_registered_classes_report_their_public_module() -> None:
+    """A pickled loss or metric, a printed config's ``class_path``, name ``ranklit.losses.X`` / ``ranklit.metrics.X``,
+    never the private module that defines it."""
+    import pickle
+
+    import torch
+
+    from ranklit.losses import create_loss, list_losses
+    from ranklit.metrics import RetrievalMetrics, list_metrics
+
+    for package, names in (("ranklit.losses", list_losses()), ("ranklit.metrics", list_metrics())):
+        module = importlib.import_module(package)
+        for name in names:
+            assert getattr(module, name).__module__ == package, name
+    loss = create_loss("SupAPLoss")
+    data = pickle.dumps(loss)
+    assert b"\x0eranklit.losses\x94\x8c\tSupAPLoss" in data, data[:80]  # the class by its public path
+    assert b"ranklit.losses._" not in data
+    assert type(pickle.loads(data)) is type(loss)
+    metric = RetrievalMetrics()
+    metric.update(torch.eye(4), torch.tensor([0, 0, 1, 1]))
+    again = pickle.loads(pickle.dumps(metric))
+    assert type(again) is RetrievalMetrics and b"ranklit.metrics._" not in pickle.dumps(metric)

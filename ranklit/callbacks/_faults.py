@@ -54,7 +54,7 @@ from typing_extensions import override
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
-from ranklit.training._slurm import requeue_job
+from ranklit.training import requeue_job
 from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite", "step_in_progress"]

@@ -45,13 +45,20 @@ from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit._compat.lightning import CheckpointSettingsCLI
-from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
-from ranklit.callbacks._evaluation_stops import EvaluationStops
-from ranklit.callbacks._locks import RunLock, acquire
-from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
-from ranklit.callbacks._predictions import EmbeddingWriter, count_rows
-from ranklit.callbacks._ranking_images import RankingGridLogger
-from ranklit.callbacks._resume import ResumeRefused
+from ranklit.callbacks import (
+    RATE_SETTINGS,
+    EmbeddingWriter,
+    EvaluationStops,
+    FaultTolerance,
+    NewLearningRates,
+    RankingGridLogger,
+    ResumableTraining,
+    ResumeRefused,
+    RunCheckpoint,
+    RunLock,
+    acquire_run_lock,
+    count_rows,
+)
 from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
@@ -62,8 +69,8 @@ from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process,
 from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
-from ranklit.data._datamodule import RetrievalDataModule
-from ranklit.models._module import RetrievalModule
+from ranklit.data import RetrievalDataModule
+from ranklit.models import RetrievalModule
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -205,7 +212,7 @@ class RanklitCLI(CheckpointSettingsCLI):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
         if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
-            acquire(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
+            acquire_run_lock(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         callbacks.append(RunLock(folder))
         if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())

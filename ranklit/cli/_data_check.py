@@ -24,9 +24,8 @@ from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser
 
 from ranklit.cli._error_surface import BUILD_ERRORS, as_user_error
-from ranklit.data._datamodule import RetrievalDataModule
-from ranklit.data._inspection import inspect_split, leaks, report_lines, splits_with_images
-from ranklit.data.datasets._folder import BrokenLinksWarning
+from ranklit.data import BrokenLinksWarning, RetrievalDataModule
+from ranklit.data.inspection import inspect_split, leaks, report_lines, splits_with_images
 from ranklit.errors import UserError
 
 __all__ = ["main"]
@@ -55,7 +54,7 @@ def _data_only(config: Any) -> RetrievalDataModule:
 def _datamodule(args: list[str]) -> RetrievalDataModule:
     """``ranklit fit <args>`` parsed exactly as ``fit`` parses it; only the datamodule built."""
     from ranklit.cli._app import RanklitCLI, command_line  # the command's own CLI (here: _app imports this module)
-    from ranklit.models._module import RetrievalModule
+    from ranklit.models import RetrievalModule
 
     class DataCheckCLI(RanklitCLI):
         def before_checkpoint_settings(self) -> Any:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ranklit.cli._export_command import CommandParser, add_model_options, model_from_options
-from ranklit.deploy._faiss_backend import BACKENDS
+from ranklit.deploy import BACKENDS
 
 __all__ = ["main"]
 

@@ -28,8 +28,7 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release_all
-from ranklit.callbacks._resume import ResumeRefused
+from ranklit.callbacks import LOCK_FILE, ResumeRefused, RunLocked, acquire_run_lock, release_run_locks
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
 
@@ -146,7 +145,7 @@ def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None
     raises :class:`RunLocked` while another process trains it, before anything is written), then the folder is
     snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
     if rank_zero_process():
-        stale = acquire(folder)
+        stale = acquire_run_lock(folder)
         snapshot = RunSnapshot(folder)
         if stale is not None:  # a refusal puts back the stale lock taken over, as it was
             snapshot.files[folder / LOCK_FILE] = (stale[0], len(stale[0]), stale[1])
@@ -179,4 +178,4 @@ def refusals_and_stops() -> Iterator[None]:
         raise SystemExit(2) from None
     finally:
         _snapshots.clear()
-        release_all()
+        release_run_locks()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ranklit.cli._export_command import CommandParser
-from ranklit.deploy._faiss_backend import BACKENDS
+from ranklit.deploy import BACKENDS
 from ranklit.errors import UserError
 
 if TYPE_CHECKING:  # imported after parsing (the landmark pipeline imports torchmetrics): `--help` is immediate
@@ -64,7 +64,7 @@ def _steps(options: argparse.Namespace) -> list[PostProcessStep]:
 
 def _queries(query: Path) -> list[str]:
     """An image file, or the images of a folder or CSV file (as ``ranklit index --images`` reads them)."""
-    from ranklit.deploy._index import images_dataset
+    from ranklit.deploy import images_dataset
 
     if query.is_dir() or query.suffix.lower() == ".csv":
         return [str(p) for p in images_dataset(query).paths]  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from lightning.pytorch import Callback, Trainer
 
 from ranklit.callbacks import FaultTolerance
 from ranklit.errors import UserError
-from ranklit.training._slurm import slurm_plugins, unrequested_hpc_checkpoints
+from ranklit.training import slurm_plugins, unrequested_hpc_checkpoints
 
 __all__ = ["add_requeue_argument", "set_up_slurm", "trainer_plugins"]
 

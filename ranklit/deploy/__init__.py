@@ -21,18 +21,21 @@ from ranklit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranklit.deploy._export import card_path, export_model
+    from ranklit.deploy._faiss_backend import BACKENDS
     from ranklit.deploy._faiss_index import add_faiss, evaluate_recall
-    from ranklit.deploy._index import build_index, read_index_card
+    from ranklit.deploy._index import build_index, images_dataset, read_index_card
     from ranklit.deploy._model import LoadedModel, load_model
     from ranklit.deploy._retriever import Hit, Retriever
 
 _LAZY = {name: f"ranklit.deploy.{module}" for module, names in {
     "_export": ("card_path", "export_model"), "_faiss_index": ("add_faiss", "evaluate_recall"),
-    "_index": ("build_index", "read_index_card"), "_model": ("LoadedModel", "load_model"),
+    "_index": ("build_index", "images_dataset", "read_index_card"), "_faiss_backend": ("BACKENDS",),
+    "_model": ("LoadedModel", "load_model"),
     "_retriever": ("Hit", "Retriever"),
 }.items() for name in names}  # fmt: skip
 
 __all__ = [
+    "BACKENDS",
     "Hit",
     "LoadedModel",
     "Retriever",
@@ -41,6 +44,7 @@ __all__ = [
     "card_path",
     "evaluate_recall",
     "export_model",
+    "images_dataset",
     "load_model",
     "read_index_card",
 ]

@@ -133,7 +133,7 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
     Raises:
         UserError: a missing file, a config without ``model.net``, or a checkpoint whose network does not fit it.
     """
-    from ranklit.data._datamodule import RetrievalDataModule
+    from ranklit.data import RetrievalDataModule
 
     config, ckpt_path = Path(config), Path(ckpt_path)
     tree = _read_config(config)

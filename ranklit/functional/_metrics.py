@@ -35,7 +35,6 @@ from ranklit.functional._metric_options import (
     metrics_chunk_size,
 )
 from ranklit.functional._positive_ranks import SortedKeys
-from ranklit.functional._precision import full_precision
 from ranklit.functional._query_values import QueryValues
 from ranklit.functional._row_metrics import evaluate_rows
 from ranklit.functional._sharding import QueryShard
@@ -46,6 +45,7 @@ from ranklit.functional.inputs import (
     check_hierarchy,
     prepare_inputs,
 )
+from ranklit.functional.precision import full_precision
 from ranklit.functional.ties import check_ties, tie_positives
 
 __all__ = [

@@ -10,49 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit._checks import check_in_range
-from ranklit.errors import UserError
+from ranklit.functional.hyperparameters import check_margins, check_reduction
 from ranklit.functional.loss_utils import check_score_masks, require_positive_queries
-from ranklit.functional.reducers import MeanReducer, Reducer, get_reducer
+from ranklit.functional.reducers import Reducer, get_reducer
 
-__all__ = ["calibration_loss", "contrastive_loss", "check_margins", "check_reduction", "CALIBRATION_REDUCTIONS"]
-
-CALIBRATION_REDUCTIONS = ("query", "batch_active")
-
-
-def check_reduction(reduction: str, reducer: str | Reducer = "mean") -> str:
-    """``reduction`` if it is one of :data:`CALIBRATION_REDUCTIONS` and, for ``"batch_active"`` (a mean over the pairs
-    of the batch, not over queries), ``reducer`` is ``"mean"``.
-
-    >>> check_reduction("batch_active")
-    'batch_active'
-    """
-    if reduction not in CALIBRATION_REDUCTIONS:
-        raise UserError(f"`reduction` must be one of {CALIBRATION_REDUCTIONS}, got {reduction!r}.")
-    if reduction == "batch_active" and not isinstance(get_reducer(reducer), MeanReducer):
-        raise UserError(
-            f"reduction='batch_active' averages the hinges over the pairs of the whole batch, so it takes no per-query "
-            f"reducer (got {reducer!r}): use reduction='query' with that reducer, or reducer='mean'."
-        )
-    return reduction
-
-
-def check_margins(pos_name: str, pos_margin: float, neg_name: str, neg_margin: float) -> None:
-    """Both thresholds in ``[-1, 1]`` (cosine range) and the negative one not above the positive one.
-
-    >>> check_margins("alpha", 0.5, "beta", 0.9)
-    Traceback (most recent call last):
-    ...
-    ValueError: `beta` (0.9) must not exceed `alpha` (0.5): negatives are pushed below `beta`, positives above `alpha`.
-    """
-    check_in_range(pos_name, pos_margin, -1.0, 1.0)
-    check_in_range(neg_name, neg_margin, -1.0, 1.0)
-    if neg_margin > pos_margin:
-        raise ValueError(
-            f"`{neg_name}` ({neg_margin}) must not exceed `{pos_name}` ({pos_margin}): negatives are pushed below "
-            f"`{neg_name}`, positives above `{pos_name}`."
-        )
-
+__all__ = ["calibration_loss", "contrastive_loss"]
 
 def calibration_loss(
     scores: Tensor,

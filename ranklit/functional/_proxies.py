@@ -13,27 +13,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ranklit._checks import check_positive
+from ranklit.functional.hyperparameters import check_class_ids
 from ranklit.functional.reducers import Reducer, get_reducer
 
-__all__ = ["check_class_ids", "cluster_loss", "csl_loss"]
+__all__ = ["cluster_loss", "csl_loss"]
 
 
-def check_class_ids(class_ids: Tensor, num_classes: int, name: str = "labels") -> None:
-    """Raise ``ValueError`` unless every fine class id lies in ``[0, num_classes)``.
-
-    >>> check_class_ids(torch.tensor([0, 2]), 3)
-    >>> check_class_ids(torch.tensor([0, 3]), 3)
-    Traceback (most recent call last):
-    ...
-    ValueError: `labels` (column 0, fine classes) must lie in [0, 3) to index the proxies, got ids from 0 to 3. ...
-    """
-    low, high = int(class_ids.min()), int(class_ids.max())
-    if low < 0 or high >= num_classes:
-        raise ValueError(
-            f"`{name}` (column 0, fine classes) must lie in [0, {num_classes}) to index the proxies, got ids from "
-            f"{low} to {high}. Set `num_classes` to the number of fine training classes and remap the class ids to "
-            "0..num_classes-1."
-        )
 
 
 def cluster_loss(

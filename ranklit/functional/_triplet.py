@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_positive
+from ranklit.functional.hyperparameters import check_mining
 from ranklit.functional.loss_utils import (
     check_score_masks,
     require_positive_queries,
@@ -30,21 +31,7 @@ from ranklit.functional.loss_utils import (
 )
 from ranklit.functional.ranking import map_query_chunks, select_columns
 
-__all__ = ["triplet_loss", "check_mining"]
-
-_MINING = ("semihard", "distance_weighted")
-
-
-def check_mining(mining: str) -> str:
-    """Raise ``ValueError`` unless ``mining`` is ``"semihard"`` or ``"distance_weighted"``.
-
-    >>> check_mining("semihard")
-    'semihard'
-    """
-    if mining not in _MINING:
-        raise ValueError(f"`mining` must be one of {_MINING}, got {mining!r}.")
-    return mining
-
+__all__ = ["triplet_loss"]
 
 def triplet_loss(
     scores: Tensor,

@@ -11,9 +11,8 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from ranklit.data.datasets._inside_root import OUTSIDE_FIX, outside_root
 from ranklit.data.datasets.base import ImageRetrievalDataset, load_image
-from ranklit.data.datasets.validation import Problems
+from ranklit.data.datasets.validation import OUTSIDE_FIX, Problems, outside_root
 from ranklit.errors import UserError
 from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks.ground_truth import load_ground_truth

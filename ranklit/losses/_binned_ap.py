@@ -1,12 +1,12 @@
 """The binned AP losses as modules: FastAP (Cakir et al., CVPR 2019) and the listwise soft-binned AP loss (Revaud et
-al., ICCV 2019), over :mod:`ranklit.functional._binned_ap`."""
+al., ICCV 2019), over :func:`ranklit.functional.fastap_loss` and :func:`ranklit.functional.softbin_ap_loss`."""
 
 from __future__ import annotations
 
 from torch import Tensor
 
 from ranklit._checks import check_flag, check_int_at_least
-from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
+from ranklit.functional import fastap_loss, softbin_ap_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ranklit._checks import check_in_range, check_positive
-from ranklit.functional._blackbox import blackbox_ap_loss
+from ranklit.functional import blackbox_ap_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ranklit.functional._pair_losses import calibration_loss, check_margins, check_reduction
+from ranklit.functional import calibration_loss
+from ranklit.functional.hyperparameters import check_margins, check_reduction
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss

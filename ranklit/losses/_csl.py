@@ -8,7 +8,8 @@ import torch
 from torch import Tensor, nn
 
 from ranklit._checks import check_positive
-from ranklit.functional._proxies import check_class_ids, csl_loss
+from ranklit.functional import csl_loss
+from ranklit.functional.hyperparameters import check_class_ids
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy
 from ranklit.losses._cluster import check_proxy_dimension, require_proxies, sized_proxies
 from ranklit.losses._registry import register_loss

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_in_range
-from ranklit.functional._hap import HAPOptions, hap_loss
+from ranklit.functional import HAPOptions, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._cluster import ClusterLoss

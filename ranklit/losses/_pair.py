@@ -5,8 +5,8 @@ from __future__ import annotations
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_positive
-from ranklit.functional._pair_losses import check_margins, contrastive_loss
-from ranklit.functional._triplet import check_mining, triplet_loss
+from ranklit.functional import contrastive_loss, triplet_loss
+from ranklit.functional.hyperparameters import check_margins, check_mining
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss

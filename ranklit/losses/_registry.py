@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from torch import nn
 
+from ranklit._public import defined_in, publish
 from ranklit.errors import UserError
 
 __all__ = ["LossEntry", "register_loss", "list_losses", "loss_entry", "create_loss", "import_submodules"]
@@ -102,13 +103,13 @@ def register_loss(
                 f"two losses are registered as {cls.__name__!r} ({_where(known.cls)} and {_where(cls)}): rename one"
             )
         _LOSSES[cls.__name__] = LossEntry(cls, summary, paper, variants, proxy, random, ap)
-        return cls
+        return publish(cls, "ranklit.losses")
 
     return record
 
 
 def _where(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return f"{defined_in(cls)}.{cls.__qualname__}"
 
 
 def list_losses(*, takes_reducer: bool | None = None) -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_positive
-from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
+from ranklit.functional import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss

@@ -24,8 +24,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from ranklit.functional import sample_ids
-from ranklit.functional._metrics import retrieval_metrics
+from ranklit.functional import retrieval_metrics, sample_ids
 from ranklit.functional.ties import check_ties
 from ranklit.metrics._registry import register_metric
 
@@ -125,6 +124,7 @@ class DecomposabilityGap(Metric):
         **kwargs: options of ``torchmetrics.Metric``.
 
     Example:
+        >>> import torch
         >>> metric = DecomposabilityGap()
         >>> angles = torch.tensor([0.0, 0.3, 0.1, 0.7]); e = torch.stack([angles.cos(), angles.sin()], 1)
         >>> metric.update(e[:2], torch.tensor([0, 0]), torch.tensor([0, 1]))

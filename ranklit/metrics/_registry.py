@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from torchmetrics import Metric
 
+from ranklit._public import publish
 from ranklit.functional.binary_metrics import BINARY_METRICS
 
 __all__ = ["register_metric", "list_metrics"]
@@ -40,7 +41,7 @@ def register_metric(cls: MetricT) -> MetricT:
         >>> _ = _METRICS.pop("MeanScore")  # (keep the doctest from adding a metric)
     """
     _METRICS[cls.__name__] = cls
-    return cls
+    return publish(cls, "ranklit.metrics")
 
 
 def list_metrics(*, keys: bool = False) -> list[str]:

@@ -18,19 +18,19 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit._checks import check_chunk_size, check_flag
 from ranklit._compat.torchmetrics import metric_is_synced, synced_states
-from ranklit.functional._metrics import (
-    check_average,
-    check_cutoffs,
-    check_recall_at,
-    nan_metrics,
-    retrieval_metric_tensors,
-)
-from ranklit.functional._sharding import distributed_shard
 from ranklit.functional.inputs import (
     check_distinct_ids,
     check_embeddings,
     check_ids,
     check_labels,
+)
+from ranklit.functional.metric_engine import (
+    check_average,
+    check_cutoffs,
+    check_recall_at,
+    distributed_shard,
+    nan_metrics,
+    retrieval_metric_tensors,
 )
 from ranklit.functional.ties import check_ties
 from ranklit.metrics._registry import register_metric
@@ -107,6 +107,7 @@ class RetrievalMetrics(Metric):
             rejects unknown names.
 
     Example:
+        >>> import torch
         >>> metric = RetrievalMetrics(recall_at=(1, 2))
         >>> e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
         >>> metric.update(e[:2], torch.tensor([0, 0]), ids=torch.tensor([0, 1]))

@@ -20,10 +20,15 @@ from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
 from ranklit.models._backbones import EmbeddingNet
 from ranklit.models._compile import compile_in_place, compile_options
-from ranklit.training._manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
-from ranklit.training._memory import CrossBatchMemory
-from ranklit.training._multistage import MultistageBackprop, multistage_backward
-from ranklit.training._objective import ranking_objective
+from ranklit.training import (
+    CrossBatchMemory,
+    MultistageBackprop,
+    manual_optimization_step,
+    multistage_backward,
+    prepare_ddp,
+    ranking_objective,
+    step_lr_schedulers,
+)
 
 __all__ = ["RetrievalModule"]
 

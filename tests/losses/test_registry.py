@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.functional import normalize
 
 import ranklit.losses
+from ranklit._public import defined_in
 from ranklit.losses import EmbeddingLoss, create_loss, list_losses, loss_entry
 from tests.losses.registry import AP_LOSSES, DIM, NUM_CLASSES, PROXY_LOSSES, RANDOM_LOSSES, REGISTRY
 
@@ -29,7 +30,7 @@ def test_every_loss_class_of_the_package_is_registered_and_exported() -> None:
     defined = {
         cls.__name__
         for cls in _loss_classes(EmbeddingLoss)
-        if cls.__module__.startswith("ranklit.losses.") and not cls.__name__.startswith("_")
+        if defined_in(cls).startswith("ranklit.losses.") and not cls.__name__.startswith("_")
     }
     assert defined - BASE_CLASSES == set(list_losses()), "decorate the class with @register_loss"
     exported = set(ranklit.losses.__all__)

@@ -3,7 +3,7 @@
 from ranklit.data.datasets._csv_dataset import CSVDataset
 from ranklit.data.datasets._cub import CUB200
 from ranklit.data.datasets._dyml import DyML
-from ranklit.data.datasets._folder import ClassFolderDataset
+from ranklit.data.datasets._folder import BrokenLinksWarning, ClassFolderDataset
 from ranklit.data.datasets._image_files import ImageFiles
 from ranklit.data.datasets._inaturalist import INaturalist2018
 from ranklit.data.datasets._inshop import InShop
@@ -13,6 +13,7 @@ from ranklit.data.datasets._vehicleid import VehicleID
 from ranklit.data.datasets.base import ImageRetrievalDataset, RetrievalDataset
 
 __all__ = [
+    "BrokenLinksWarning",
     "SyntheticHierarchy",
     "CUB200",
     "CSVDataset",

@@ -19,9 +19,18 @@ from pathlib import Path
 
 from torch import Tensor
 
+from ranklit.data.datasets._inside_root import OUTSIDE_FIX, outside_root
 from ranklit.errors import UserError
 
-__all__ = ["DatasetError", "Problems", "check_samples", "examples", "warn_about_classes"]
+__all__ = [
+    "OUTSIDE_FIX",
+    "DatasetError",
+    "Problems",
+    "check_samples",
+    "examples",
+    "outside_root",
+    "warn_about_classes",
+]
 
 SHOWN = 3  # instances listed per kind of problem
 KINDS = 4  # kinds of problem listed (the message stays within 6 lines)
