@@ -31,7 +31,6 @@ Ctrl-C).
 
 from __future__ import annotations
 
-import importlib
 import sys
 import warnings
 from collections.abc import Iterator
@@ -59,9 +58,9 @@ from ranklit.callbacks import (
     acquire_run_lock,
     count_rows,
 )
-from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
+from ranklit.cli._commands import COMMANDS, find, run
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._injected import check_injected
@@ -74,7 +73,6 @@ from ranklit.models import RetrievalModule
 
 __all__ = ["RanklitCLI", "main"]
 
-_DEPLOY = ("export", "index", "search")  # argparse commands outside the LightningCLI
 _DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
 _CHECKPOINT_CONNECTOR = r"lightning\.pytorch\.trainer\.connectors\.checkpoint_connector"  # Lightning 2.5.5-2.6.6
 _MOVED = {
@@ -281,15 +279,16 @@ def command_line(args: list[str]) -> Iterator[None]:
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
     args = resolve_config_paths(sys.argv[1:] if args is None else list(args))  # configs, data prepare: _dispatch
-    if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
+    name = find(args)
+    if name == "data check":
         with user_errors():
             check_command_line(args[1:])
-            data_check.main(args[1:])
-    if args[:1] and args[0] in _DEPLOY:  # ranklit.cli._export_command, _index_command, _search_command
+            run(name, args[2:])
+    if name is not None and COMMANDS[name].group == "deploy":  # `ranklit export`, `index`, `search`
         warning_filters.install(args)
         with user_errors(), refusals_and_stops():  # `ranklit index` stopped by a signal: 128 + n
             check_command_line(args)
-            importlib.import_module(f"ranklit.cli._{args[0]}_command").main(args[1:])
+            run(name, args[1:])
         return
     if old := renamed_keys(args):
         moves = "; ".join(f"`{key}` is now {RENAMED[key]}" for key in old)

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["RENAMED", "config_dir", "list_configs", "print_configs", "renamed_keys", "resolve_config_paths"]
+from ranklit.errors import UserError
+
+__all__ = ["RENAMED", "config_dir", "list_configs", "main", "print_configs", "renamed_keys", "resolve_config_paths"]
 
 _SAMPLER = "`data.batch_sampler` (`class_path: ranklit.data.PKSampler`, `init_args: {p: 8, k: 4, ...}`)"
 _DATASET = "`data.train_dataset`/`val_dataset`/`test_dataset`/`gallery_dataset` (`class_path` + `init_args`)"
@@ -113,6 +115,16 @@ def _dotted_keys(path: str) -> list[str]:
                 keys.append(f"{prefix}{name}")
                 stack.append((f"{prefix}{name}.", value))
     return keys
+
+
+def main(args: list[str]) -> None:
+    """``ranklit configs``: :func:`print_configs` (no option but ``--help``)."""
+    if args in (["-h"], ["--help"]):
+        sys.stdout.write("usage: ranklit configs\n\nList the configs shipped with ranklit and what each trains.\n")
+        return
+    if args:
+        raise UserError(f"`ranklit configs` takes no option (got {' '.join(args)}): it lists the shipped configs.")
+    print_configs()
 
 
 def print_configs() -> None:

@@ -91,13 +91,12 @@ def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
 
 
 def main(args: list[str]) -> None:
-    """``ranklit data check ...`` (``args`` after ``data``); exits with 0 or 2."""
+    """``ranklit data check ...`` (``args`` after ``check``); exits with 0 or 2."""
     parser = argparse.ArgumentParser(
-        prog="ranklit data",
+        prog="ranklit data check",
         description=__doc__.splitlines()[0],
         epilog="Every option of `ranklit fit` is accepted (--config several times, --data.root DIR, --data.*).",
     )
-    parser.add_argument("command", choices=["check"])
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     options, rest = parser.parse_known_args(args)
     if not any(a in ("--config", "-c") or a.startswith("--config=") for a in rest):

@@ -17,26 +17,14 @@ the LightningCLI of :mod:`ranklit.cli._app`. ``benchmarks/startup.py`` times bot
 from __future__ import annotations
 
 import difflib
-import importlib
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["COMMANDS", "RUN_OPTIONS", "answer", "overview", "unknown_option"]
+from ranklit.cli._commands import COMMANDS, closest, find, run
 
-COMMANDS = {  # command -> what it does; the groups of the overview are "run", "data", "deploy"
-    "fit": ("run", "train a model from a config (`--resume true` continues an interrupted run)"),
-    "validate": ("run", "evaluate a model on the validation set"),
-    "test": ("run", "evaluate a model on the test set"),
-    "predict": ("run", "write the embeddings of the test set (`--predictions_path`)"),
-    "configs": ("data", "list the configs shipped with ranklit"),
-    "data check": ("data", "read every image of a config's datasets before training"),
-    "data prepare": ("data", "download, verify and lay out a benchmark dataset (`data prepare --help` lists them)"),
-    "export": ("deploy", "write a trained network as ONNX or TorchScript, with its card"),
-    "index": ("deploy", "embed a folder of images into a search index"),
-    "search": ("deploy", "search an index with query images"),
-}
-"""Every ``ranklit`` command and its line in ``ranklit --help``."""
+__all__ = ["RUN_OPTIONS", "answer", "overview", "unknown_option"]
+
 
 _EVERY_RUN = frozenset({
     "config", "print_config", "seed_everything", "trainer", "model", "data",  # LightningCLI's own
@@ -70,15 +58,15 @@ def overview() -> str:
     lines = ["usage: ranklit COMMAND [OPTIONS]", "", "Train and evaluate image-retrieval models by optimising ranking "
              "metrics.", "`ranklit COMMAND --help` lists the options of a command."]  # fmt: skip
     for group, title in _TITLES.items():
-        rows = [f"  {name:<{width}}  {text}" for name, (kind, text) in COMMANDS.items() if kind == group]
+        rows = [f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items() if c.group == group]
         lines += ["", f"{title}:", *rows]
     return "\n".join([*lines, "", "Start with: ranklit fit --config quickstart.yaml", ""])
 
 
 def _unknown_command(name: str) -> str:
     commands = sorted({command.split()[0] for command in COMMANDS})
-    close = difflib.get_close_matches(name, commands, n=1)
-    hint = f"did you mean `ranklit {close[0]}`? " if close else ""
+    close = closest(name)
+    hint = f"did you mean `ranklit {close}`? " if close else ""
     return f"`{name}` is not a ranklit command: {hint}The commands are {', '.join(commands)} (`ranklit --help`)."
 
 
@@ -105,6 +93,21 @@ def unknown_option(command: str, args: list[str]) -> str | None:
             f"(all of them: `ranklit {command} --help`)."
         )
     return None
+
+
+def _words(first: str, rest: list[str]) -> NoReturn:
+    """The answer to ``ranklit FIRST ...`` where FIRST is the first word of two-word commands only: their list
+    (exit 0 for ``--help``, 2 when nothing follows), or the closest of them to a mistyped second word (exit 2)."""
+    names = [name for name in COMMANDS if name.startswith(f"{first} ")]
+    listing = "\n".join(f"  {name}  {COMMANDS[name].summary}" for name in names)
+    if not rest or rest[0] in ("-h", "--help"):
+        text = f"usage: ranklit {first} {{{','.join(n.split()[1] for n in names)}}} ...\n\n{listing}\n"
+        (sys.stdout if rest else sys.stderr).write(text)
+        raise SystemExit(0 if rest else 2)
+    close = closest(rest[0], f"{first} ")
+    hint = f"did you mean `ranklit {close}`? " if close else ""
+    _refuse(f"`{first} {rest[0]}` is not a ranklit command: {hint}The `{first}` commands are "
+            f"{', '.join(f'`{n}`' for n in names)} (`ranklit {first} --help`).")  # fmt: skip
 
 
 def _refuse(message: str) -> NoReturn:
@@ -142,18 +145,14 @@ def answer(args: list[str], training_stack: bool = True) -> bool:
         _refuse(_unknown_command(first))
     if not training_stack:
         return False
-    if first == "configs":
-        from ranklit.cli._config_files import print_configs
-
-        print_configs()
-        return True
-    if args[:2] == ["data", "prepare"]:
-        from ranklit.cli import _prepare_command as prepare
-
-        return _lean(lambda: prepare.main(args[2:]))
+    name = find(args)
+    if name is None and first not in COMMANDS:  # `ranklit data`, `ranklit data --help`, `ranklit data prepar`
+        _words(first, args[1:])
+    if name is not None and COMMANDS[name].lean == "all":  # `ranklit configs`, `ranklit data prepare ...`
+        return _lean(lambda: run(name, args[len(name.split()) :]))
     if first in RUN_OPTIONS and (problem := unknown_option(first, args[1:])):
         _refuse(problem)
-    if first in ("export", "index", "search") and {"-h", "--help"} & set(args):
-        importlib.import_module(f"ranklit.cli._{first}_command").main(args[1:])  # argparse prints the help, exits 0
+    if name is not None and COMMANDS[name].lean == "help" and {"-h", "--help"} & set(args):
+        run(name, args[1:])  # argparse prints the help, exits 0
         return True
     return False

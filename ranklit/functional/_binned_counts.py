@@ -21,12 +21,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ranklit.functional._counting import lowest_thresholds
-
-__all__ = ["count_at_least_by_bins"]
+__all__ = ["count_at_least_by_bins", "lowest_thresholds"]
 
 _BINS = 4096  # bins between a row's lowest and highest threshold
 _TILE_ELEMENTS = 2**19  # rows are binned in tiles of about 2 MiB of scores (they stay in the cache between passes)
+
+
+def lowest_thresholds(thresholds: Tensor) -> Tensor:
+    """``[C]`` lowest real threshold of each row of decreasing ``[C, W]`` thresholds (``+inf`` for a row of padding).
+
+    >>> lowest_thresholds(torch.tensor([[0.9, 0.4, float("-inf")], [float("-inf")] * 3])).tolist()
+    [0.4000000059604645, inf]
+    """
+    if thresholds.shape[1] == 0:
+        return thresholds.new_full(thresholds.shape[:1], torch.inf)
+    num_real = torch.isfinite(thresholds).sum(1)
+    lowest = thresholds.gather(1, (num_real - 1).clamp(min=0)[:, None]).squeeze(1)
+    return torch.where(num_real > 0, lowest, torch.inf)
 
 
 def count_at_least_by_bins(scores: Tensor, thresholds: Tensor) -> Tensor:

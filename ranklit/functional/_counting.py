@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ranklit.functional._binned_counts import count_at_least_by_bins, lowest_thresholds
+
 __all__ = ["count_at_least", "counts_from_items", "items_at_least", "lowest_thresholds", "worth_finding"]
 
 
@@ -53,8 +55,6 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
     rows = scores.T.contiguous() if transposed else scores
     if scores.is_cuda:
         return _count_at_least_by_search(rows, thresholds)
-    from ranklit.functional._binned_counts import count_at_least_by_bins  # it uses this module's helpers
-
     return count_at_least_by_bins(rows, thresholds)
 
 
@@ -67,19 +67,6 @@ _BINNED_COST = 25.0
 _SAMPLE_STEP = 8  # the share of items that clear the bound is estimated on every 8th row
 _BLOCK_ELEMENTS = 2**22  # rows of a query chunk are searched in blocks of about 4 M scores (bounded memory)
 _PLACE_ELEMENTS = 2**20  # found items are placed in groups of about 1 M (item, threshold) pairs
-
-
-def lowest_thresholds(thresholds: Tensor) -> Tensor:
-    """``[C]`` lowest real threshold of each row of decreasing ``[C, W]`` thresholds (``+inf`` for a row of padding).
-
-    >>> lowest_thresholds(torch.tensor([[0.9, 0.4, float("-inf")], [float("-inf")] * 3])).tolist()
-    [0.4000000059604645, inf]
-    """
-    if thresholds.shape[1] == 0:
-        return thresholds.new_full(thresholds.shape[:1], torch.inf)
-    num_real = torch.isfinite(thresholds).sum(1)
-    lowest = thresholds.gather(1, (num_real - 1).clamp(min=0)[:, None]).squeeze(1)
-    return torch.where(num_real > 0, lowest, torch.inf)
 
 
 def worth_finding(scores: Tensor, bound: Tensor, widths: Sequence[int]) -> bool:

@@ -2,8 +2,8 @@
 Paris datasets, their mAP and mP@k under the easy / medium / hard protocols.
 
 - :mod:`ranklit.landmarks._whitening`, :mod:`ranklit.landmarks.postprocess` — learnt whitening, α-QE, DBA.
-- :mod:`ranklit.landmarks._protocols`, :mod:`ranklit.landmarks._revisited_map`,
-  :mod:`ranklit.landmarks._revisited_metrics` — the protocols, the metric function and its torchmetrics class.
+- :mod:`ranklit.landmarks._protocols`, :mod:`ranklit.landmarks._revisited_map` — the protocols and the metric function
+  (its torchmetrics class is :class:`ranklit.metrics.RevisitedMetrics`).
 - :mod:`ranklit.landmarks._datasets`, :mod:`ranklit.landmarks._evaluation_set`, :mod:`ranklit.landmarks.ground_truth` —
   the Revisited readers (these need the ``train`` extra: Pillow, torchvision; imported on first use).
 
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from ranklit._lazy import lazy_exports
 from ranklit.landmarks._protocols import PROTOCOLS
 from ranklit.landmarks._revisited_map import revisited_map
-from ranklit.landmarks._revisited_metrics import RevisitedMetrics
 from ranklit.landmarks._whitening import Whitening, learn_whitening
 from ranklit.landmarks.postprocess import (
     AlphaQueryExpansion,
@@ -41,7 +40,6 @@ __all__ = [
     "LearntWhitening",
     "PostProcessStep",
     "RevisitedLandmarks",
-    "RevisitedMetrics",
     "RevisitedTestSet",
     "Whitening",
     "alpha_query_expansion",

@@ -3,7 +3,7 @@
 The set the landmark papers evaluate (Revaud et al. ICCV 2019 §4.1-4.3, Radenović et al. CVPR 2018): for each
 benchmark its 70 queries cropped to their ``bbx`` and its gallery, fed at their original size (downscaled only when
 the longer side exceeds ``max_size``), optionally followed by the images a whitening is learnt from. One
-``ranklit test`` embeds them all and :class:`ranklit.landmarks.RevisitedMetrics` scores each benchmark.
+``ranklit test`` embeds them all and :class:`ranklit.metrics.RevisitedMetrics` scores each benchmark.
 """
 
 from __future__ import annotations

@@ -9,5 +9,6 @@ from ranklit.metrics._decomposability import DecomposabilityGap as Decomposabili
 from ranklit.metrics._decomposability import decomposability_gap
 from ranklit.metrics._registry import list_metrics, register_metric
 from ranklit.metrics._retrieval import RetrievalMetrics as RetrievalMetrics
+from ranklit.metrics._revisited import RevisitedMetrics as RevisitedMetrics
 
 __all__ = [*list_metrics(), "decomposability_gap", "list_metrics", "register_metric"]

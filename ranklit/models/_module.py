@@ -15,9 +15,8 @@ from typing_extensions import override
 
 from ranklit._checks import check_flag
 from ranklit._compat.lightning import attached_trainer
-from ranklit.landmarks import RevisitedMetrics
 from ranklit.losses.base import EmbeddingLoss
-from ranklit.metrics import DecomposabilityGap, RetrievalMetrics
+from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models._backbones import EmbeddingNet
 from ranklit.models._compile import compile_in_place, compile_options
 from ranklit.training import (
@@ -104,7 +103,7 @@ class RetrievalModule(L.LightningModule):
         memory: a :class:`ranklit.training.CrossBatchMemory` (size, start step, weight), or ``None``.
         multistage: a :class:`ranklit.training.MultistageBackprop` (chunk size, clipping), or ``None`` (plain
             backprop of the whole batch).
-        landmarks: test on Revisited Oxford/Paris instead of ``metric``: a :class:`ranklit.landmarks.RevisitedMetrics`
+        landmarks: test on Revisited Oxford/Paris instead of ``metric``: a :class:`ranklit.metrics.RevisitedMetrics`
             (post-processing, mP@k) over a :class:`ranklit.landmarks.RevisitedTestSet`; logs
             ``test/<name>/<protocol>/map`` and ``.../mp_at_<k>``. Not saved in checkpoints, like ``eval_scales``: a
             test config sets them for any trained model.

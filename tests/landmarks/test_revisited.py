@@ -188,9 +188,9 @@ def test_revisited_metrics_reorder_items_drop_padding_repeats_and_post_process()
     from the set's whitening rows and α-QE follows, as the configured steps say."""
     from types import SimpleNamespace
 
-    from ranklit.landmarks import RevisitedMetrics
     from ranklit.landmarks._whitening import learn_whitening
     from ranklit.landmarks.postprocess import LearntWhitening
+    from ranklit.metrics import RevisitedMetrics
 
     descriptors = _unit(8 + 40 + 30, 6, 10)  # queries, gallery, whitening images
     gnd = _revisited_gnd(8, 40, 11)

@@ -8,6 +8,7 @@ import torch
 from torchmetrics import Metric
 
 import ranklit.metrics
+from ranklit._public import defined_in
 from ranklit.functional import retrieval_metrics
 from ranklit.metrics import list_metrics
 
@@ -16,7 +17,7 @@ def test_every_metric_class_is_registered_and_exported() -> None:
     defined = {
         name
         for name, obj in vars(ranklit.metrics).items()
-        if isinstance(obj, type) and issubclass(obj, Metric) and obj.__module__.startswith("ranklit.metrics.")
+        if isinstance(obj, type) and issubclass(obj, Metric) and defined_in(obj).startswith("ranklit.metrics.")
     }
     assert defined == set(list_metrics())
     assert set(list_metrics()) <= set(ranklit.metrics.__all__)

@@ -20,8 +20,8 @@ from torchmetrics.utilities.data import dim_zero_cat
 
 from ranklit.functional.inputs import check_embeddings, check_ids
 from ranklit.functional.ties import check_ties
-from ranklit.landmarks._revisited_map import PROTOCOLS, revisited_map
-from ranklit.landmarks.postprocess import PostProcessStep, apply_postprocess
+from ranklit.landmarks import PROTOCOLS, PostProcessStep, apply_postprocess, revisited_map
+from ranklit.metrics._registry import register_metric
 
 __all__ = ["RevisitedMetrics"]
 
@@ -33,6 +33,7 @@ class _Benchmark(Protocol):
     gnd: list[dict[str, list[int]]]
 
 
+@register_metric
 class RevisitedMetrics(Metric):
     """Easy / Medium / Hard mAP and mP@k of each benchmark of a :class:`ranklit.landmarks.RevisitedTestSet`.
 
@@ -54,6 +55,7 @@ class RevisitedMetrics(Metric):
         **kwargs: options of ``torchmetrics.Metric``.
 
     Example:
+        >>> import torch
         >>> from types import SimpleNamespace
         >>> bench = SimpleNamespace(name="toy", queries=range(0, 1), gallery=range(1, 3),
         ...                         gnd=[{"easy": [0], "hard": [1], "junk": []}])
