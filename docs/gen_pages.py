@@ -1,5 +1,6 @@
 """Generated at every docs build (mkdocs-gen-files): the figures from ``ranklit.viz``, the config reference page, the
-losses index table and the losses' nav entries (from the ``@register_loss`` declarations), and checks that no loss,
+losses index table and the losses' nav entries (from the ``@register_loss`` declarations), the metrics tables (from
+the metrics' declarations), and checks that no loss,
 metric or config is left without its page.
 
 Run by ``mkdocs build`` / ``mkdocs serve``; nothing generated is committed, so the pages never drift from the code.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from pathlib import Path
 
 import mkdocs_gen_files
@@ -25,6 +27,8 @@ from ranklit.viz import gap_figure, step_functions_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS))
+import metric_tables  # noqa: E402  (docs/metric_tables.py, beside this file)
 
 
 def _save(fig: Figure, name: str) -> None:
@@ -136,6 +140,14 @@ def _losses_section(nav: list) -> list | None:
     return None
 
 
+def metrics_tables() -> None:
+    """The metrics table of the spec page and of the metrics' API page, from the metrics' declarations
+    (docs/metric_tables.py)."""
+    for page in ("spec.md", "api/metrics/index.md"):
+        with mkdocs_gen_files.open(page, "w") as out:
+            out.write(metric_tables.fill((DOCS / page).read_text()))
+
+
 def check_coverage() -> None:
     """Fail the build when a public loss or metric has no API page, or a config is missing from the reproduction."""
     problems = []
@@ -154,5 +166,6 @@ def check_coverage() -> None:
 
 check_coverage()
 losses_index()
+metrics_tables()
 figures()
 config_reference()

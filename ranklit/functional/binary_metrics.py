@@ -142,27 +142,56 @@ def ndcg_at(t: TiedPositives, k: int) -> Tensor:
 
 @dataclass(frozen=True)
 class BinaryMetric:
-    """One binary metric: its key (``{k}`` for the cut-off), its per-query values, and its cut-off option.
+    """One binary metric: its key (``{k}`` for the cut-off), its per-query values, its cut-off option, and what the
+    documentation says of it (the metrics tables of the spec page and the metrics' API page are generated from here).
 
     Attributes:
         key: the result key, e.g. ``"map"`` or ``"recall_at_{k}"``.
         values: ``values(tied, k)`` -> ``[C]`` float64 (``k`` is ``None`` without a cut-off).
         cutoffs: the argument of ``retrieval_metrics`` listing the cut-offs (``"recall_at"``), ``None`` without.
+        title: its name in the tables (``"mAP@R"``).
+        definition: its definition there (Markdown, formulas between ``$``).
     """
 
     key: str
     values: Callable[[TiedPositives, int | None], Tensor]
     cutoffs: str | None = None
+    title: str = ""
+    definition: str = ""
 
 
 BINARY_METRICS: tuple[BinaryMetric, ...] = (
-    BinaryMetric("map", lambda t, _: average_precision(t)),
-    BinaryMetric("map_at_r", lambda t, _: map_at_r(t)),
-    BinaryMetric("precision_at_1", lambda t, _: hit_rate(t, 1)),
-    BinaryMetric("recall_at_{k}", lambda t, k: hit_rate(t, _cut(k)), cutoffs="recall_at"),
-    BinaryMetric("r_precision", lambda t, _: r_precision(t)),
-    BinaryMetric("mrr", lambda t, _: reciprocal_rank(t)),
-    BinaryMetric("ndcg_at_{k}", lambda t, k: ndcg_at(t, _cut(k)), cutoffs="ndcg_at"),
+    BinaryMetric(
+        "map", lambda t, _: average_precision(t), title="AP",
+        definition=r"$\frac{1}{R}\sum_{k\in\Omega^+}\frac{\text{rank}^+(k)}{\text{rank}(k)}$; mAP = mean over queries",
+    ),
+    BinaryMetric(
+        "map_at_r", lambda t, _: map_at_r(t), title="mAP@R",
+        definition=r"$\frac{1}{R}\sum_{k\in\Omega^+,\ \text{rank}(k)\le R}\frac{\text{rank}^+(k)}{\text{rank}(k)}$ "
+        "(Musgrave et al. 2020; divides by $R$, not by the hits)",
+    ),
+    BinaryMetric(
+        "precision_at_1", lambda t, _: hit_rate(t, 1), title="P@1",
+        definition="1 if the rank-1 item is a positive (= Recall@1)",
+    ),
+    BinaryMetric(
+        "recall_at_{k}", lambda t, k: hit_rate(t, _cut(k)), cutoffs="recall_at", title="Recall@k",
+        definition=r"1 if a positive has rank $\le k$ (deep-metric-learning Recall@k = torchmetrics' "
+        "`RetrievalHitRate`, not its `RetrievalRecall`)",
+    ),
+    BinaryMetric(
+        "r_precision", lambda t, _: r_precision(t), title="R-precision",
+        definition=r"$\frac{1}{R}\#\{k\in\Omega^+ : \text{rank}(k)\le R\}$ (torchmetrics' `RetrievalRPrecision`)",
+    ),
+    BinaryMetric(
+        "mrr", lambda t, _: reciprocal_rank(t), title="MRR",
+        definition=r"$1/\min_{k\in\Omega^+}\text{rank}(k)$ (torchmetrics' `RetrievalMRR`)",
+    ),
+    BinaryMetric(
+        "ndcg_at_{k}", lambda t, k: ndcg_at(t, _cut(k)), cutoffs="ndcg_at", title="NDCG@k",
+        definition=r"$\sum_{k'\in\Omega^+,\ \text{rank}(k')\le k}\frac{1}{\log_2(1+\text{rank}(k'))} \big/ "
+        r"\sum_{i=1}^{\min(R,k)}\frac{1}{\log_2(1+i)}$, binary gains (torchmetrics' `RetrievalNormalizedDCG(top_k=k)`)",
+    ),
 )
 
 

@@ -54,6 +54,7 @@ def check_margins(pos_name: str, pos_margin: float, neg_name: str, neg_margin: f
 def check_class_ids(class_ids: Tensor, num_classes: int, name: str = "labels") -> None:
     """Raise ``ValueError`` unless every fine class id lies in ``[0, num_classes)``.
 
+    >>> import torch
     >>> check_class_ids(torch.tensor([0, 2]), 3)
     >>> check_class_ids(torch.tensor([0, 3]), 3)
     Traceback (most recent call last):

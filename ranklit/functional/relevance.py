@@ -13,7 +13,32 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["relevance"]
+__all__ = ["HIERARCHICAL_METRICS", "relevance"]
+
+HIERARCHICAL_METRICS: tuple[tuple[str, str, str], ...] = (
+    (
+        "hap", "H-AP (HAPPIER Eq. 3)",
+        r"$\frac{1}{\sum_{k\in\Omega^+}\text{rel}(k)}\sum_{k\in\Omega^+}"
+        r"\frac{\mathcal{H}\text{-rank}(k)}{\text{rank}(k)}$, $\mathcal{H}\text{-rank}(k) = \text{rel}(k) + "
+        r"\sum_{j\in\Omega^+, j\ne k}\min(\text{rel}(k), \text{rel}(j))\,H(s_j - s_k)$, with the relevance of "
+        r"HAPPIER Eq. 4: $\text{rel}(k) = (l/L)^\alpha / \lvert\Omega^{(l)}\rvert$ for "
+        r"$k$ of level $l \ge 1$, 0 for level 0, $\Omega^{(l)}$ counted in the query's retrieval set (query excluded); "
+        r"$\alpha = 1$ by default. H-AP = AP when $L = 1$",
+    ),
+    (
+        "ndcg", "NDCG",
+        r"gain $2^{\text{level}} - 1$, discount $1/\log_2(1 + \text{rank})$, IDCG from the ideal ordering of the same "
+        "retrieval set, full list (HAPPIER's evaluation)",
+    ),
+    (
+        "asi", "ASI",
+        r"$\frac{1}{R}\sum_{k=1}^{R}\frac{1}{k}\sum_{v=1}^{L}\min(\#\{\text{level } v \text{ in top-}k\}, "
+        r"\#\{\text{level } v \text{ in ideal top-}k\})$, $R$ = items of level $\ge 1$; for $L = 1$ the mean of P@k "
+        r"for $k \le R$",
+    ),
+)
+"""The metrics of hierarchical labels, declared once: ``(key, title, definition)`` (what the documentation's tables
+show; the values are computed together by ``ranklit.functional._hierarchical_metrics``)."""
 
 
 def relevance(levels: Tensor, num_levels: int, alpha: float = 1.0, valid: Tensor | None = None) -> Tensor:

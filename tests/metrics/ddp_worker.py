@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 
 from ranklit.metrics import RetrievalMetrics
+from tests.ddp import init_gloo
 
 
 def problem() -> tuple[torch.Tensor, torch.Tensor]:
@@ -25,7 +26,7 @@ def shards(world_size: int) -> list[torch.Tensor]:
 
 
 def run(rank: int, world_size: int, port: int, out_path: str) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    init_gloo(rank, world_size, port)
     try:
         e, labels = problem()
         mine = shards(world_size)[rank]

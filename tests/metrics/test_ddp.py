@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 
 from ranklit.metrics import RetrievalMetrics
+from tests.ddp import free_port
 from tests.metrics import ddp_worker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # spawning two interpreters takes ~20 s idle, minutes on a loaded machine
 def test_two_processes_give_the_single_process_dict(tmp_path) -> None:
     out = tmp_path / "ddp.json"
-    mp.spawn(ddp_worker.run, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    mp.spawn(ddp_worker.run, args=(2, free_port(), str(out)), nprocs=2, join=True)
     distributed = {key: float.fromhex(value) for key, value in json.loads(out.read_text()).items()}
     e, labels = ddp_worker.problem()
     single = RetrievalMetrics(recall_at=(1, 4))

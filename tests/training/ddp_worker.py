@@ -19,6 +19,7 @@ from ranklit.training import (
     multistage_backward,
     ranking_objective,
 )
+from tests.ddp import init_gloo
 
 PER_RANK = 8
 LOSSES = {"roadmap": ROADMAPLoss, "hap": HAPLoss}
@@ -97,7 +98,7 @@ def single_process(loss_name: str) -> dict[str, tuple[float, list[Tensor]]]:
 
 
 def run(rank: int, world_size: int, port: int, out_path: str) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    init_gloo(rank, world_size, port)
     try:
         results: dict[str, object] = {}
         batches = [_local(b, rank) for b in global_batches(world_size)]

@@ -6,25 +6,18 @@ sync off, gradients averaged once) and the cross-batch memory fed with the gathe
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 import torch.multiprocessing as mp
 
+from tests.ddp import free_port
 from tests.training import ddp_worker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     out = tmp_path_factory.mktemp("ddp") / "result"
-    mp.spawn(ddp_worker.run, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    mp.spawn(ddp_worker.run, args=(2, free_port(), str(out)), nprocs=2, join=True)
     return [torch.load(f"{out}.{rank}") for rank in range(2)]
 
 

@@ -9,14 +9,13 @@ with ``trainer.num_nodes: 2``. The reference runs the same global batches on one
 from __future__ import annotations
 
 import csv
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.ddp import child_environment, free_port
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -36,16 +35,6 @@ def _cli_args(save_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _environment() -> dict[str, str]:
-    path = os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
-    return os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-
 
 def _validation(save_dir: Path) -> list[dict[str, float]]:
     rows = list(csv.DictReader(next(save_dir.rglob("metrics.csv")).open()))
@@ -53,7 +42,9 @@ def _validation(save_dir: Path) -> list[dict[str, float]]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(args, check=False, cwd=cwd, env=_environment(), capture_output=True, text=True, timeout=400)
+    result = subprocess.run(
+        args, check=False, cwd=cwd, env=child_environment(), capture_output=True, text=True, timeout=400
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -61,7 +52,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_two_nodes_log_the_metrics_of_one_node_with_two_processes(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     nodes = [tmp_path / "nodes", tmp_path / "one_node", tmp_path / "one_process"]
     for folder in nodes:
         folder.mkdir()
@@ -71,7 +62,7 @@ def test_two_nodes_log_the_metrics_of_one_node_with_two_processes(tmp_path: Path
              "--node-rank", str(rank), "--master-addr", "127.0.0.1", "--master-port", str(port),
              "-m", "ranklit.cli", *_cli_args(nodes[0]), "--trainer.num_nodes=2", "--trainer.devices=1",
              "--trainer.strategy=ddp"],
-            cwd=nodes[0], env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=nodes[0], env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for rank in (0, 1)
     ]  # fmt: skip
