@@ -11,6 +11,7 @@ from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnect
 
 __all__ = [
     "CheckpointSettingsCLI",
+    "parse_only",
     "add_signal_handlers",
     "attached_trainer",
     "batch_progress",
@@ -124,3 +125,16 @@ def skip_ddp_gradient_sync(model: Any) -> None:
     than for one ``with`` block (torch 2.14.1).
     """
     model.require_backward_grad_sync = False
+
+
+def parse_only(cli_class: type[LightningCLI]) -> type[LightningCLI]:
+    """``cli_class`` parsing and instantiating its command line as the command itself does, then running nothing:
+    ``LightningCLI._run_subcommand`` (private; Lightning 2.5.5-2.6.6 call it at the end of ``__init__`` when a
+    subcommand was given) is skipped. ``ranklit data check`` builds ``fit``'s datamodule with it."""
+
+    class ParseOnly(cli_class):  # type: ignore[valid-type, misc]
+        def _run_subcommand(self, subcommand: str) -> None:
+            return None
+
+    ParseOnly.__name__ = ParseOnly.__qualname__ = f"ParseOnly{cli_class.__name__}"
+    return ParseOnly

@@ -23,6 +23,7 @@ from typing import Any
 from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit._compat.lightning import parse_only
 from ranklit.cli._error_surface import BUILD_ERRORS, as_user_error
 from ranklit.data import BrokenLinksWarning, RetrievalDataModule
 from ranklit.data.inspection import inspect_split, leaks, report_lines, splits_with_images
@@ -31,14 +32,6 @@ from ranklit.errors import UserError
 __all__ = ["main"]
 
 DATASETS = ("train_dataset", "val_dataset", "test_dataset", "gallery_dataset")
-
-
-class _Built(Exception):
-    """Not an error: how the data-only CLI hands its datamodule back."""
-
-    def __init__(self, datamodule: RetrievalDataModule) -> None:
-        super().__init__("built")
-        self.datamodule = datamodule
 
 
 def _data_only(config: Any) -> RetrievalDataModule:
@@ -52,23 +45,23 @@ def _data_only(config: Any) -> RetrievalDataModule:
 
 
 def _datamodule(args: list[str]) -> RetrievalDataModule:
-    """``ranklit fit <args>`` parsed exactly as ``fit`` parses it; only the datamodule built."""
-    from ranklit.cli._app import RanklitCLI, command_line  # the command's own CLI (here: _app imports this module)
+    """``ranklit fit <args>`` parsed exactly as ``fit`` parses it (the same CLI class, run nothing); only the
+    datamodule built."""
+    from ranklit.cli._app import RanklitCLI, command_line  # the command's own CLI
     from ranklit.models import RetrievalModule
 
     class DataCheckCLI(RanklitCLI):
+        datamodule: RetrievalDataModule
+
         def before_checkpoint_settings(self) -> Any:
             return None  # a data check resumes nothing
 
         def instantiate_classes(self) -> None:
-            raise _Built(_data_only(self.config[self.subcommand]))
+            self.datamodule = _data_only(self.config[self.subcommand])
 
-    try:
-        with command_line(["fit", *args]):
-            DataCheckCLI(RetrievalModule, RetrievalDataModule)
-    except _Built as built:
-        return built.datamodule
-    raise AssertionError("unreachable: DataCheckCLI always raises _Built or exits")  # pragma: no cover
+    with command_line(["fit", *args]):
+        cli = parse_only(DataCheckCLI)(RetrievalModule, RetrievalDataModule)
+    return cli.datamodule
 
 
 def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:

@@ -207,14 +207,14 @@ def prepare_dataset(
         return PreparedDataset(entry, target, lines, already_prepared=True)
     _writable(target.parent)
     cache, stage = (target.parent / f".{target.name}.{part}" for part in ("downloads", "prepare-tmp"))
-    paths = [_fetch(source, cache, retries, progress) for source in sources]
+    paths = [_fetch(each, cache, retries, progress) for each in sources]
     archives = [_verify(s, p, s.path is None, progress) for s, p in zip(sources, paths, strict=True)]
     check_space(target.parent, sum(p.stat().st_size for p in paths), f"unpacking {entry.name}")
     shutil.rmtree(stage, ignore_errors=True)  # what a killed earlier run left
     try:
-        for source, path in zip(sources, paths, strict=True):
+        for each, path in zip(sources, paths, strict=True):
             _say(f"unpacking {path.name}")
-            unpack(path, source.archive.kind, stage / source.archive.into, source.archive.filename, progress)
+            unpack(path, each.archive.kind, stage / each.archive.into, each.archive.filename, progress)
         prepared = entry.convert(stage)
         lines = _layout(prepared, entry)
         write_record(prepared, entry.name, archives)
