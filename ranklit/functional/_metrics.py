@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size
+from ranklit.functional._kernel_counts import metrics_kernel
 from ranklit.functional._metric_options import (
     AVERAGES,
     check_average,
@@ -222,7 +223,8 @@ def retrieval_metric_tensors(
     table = QueryValues(_total_keys(num_levels, cutoffs), num_queries, x.queries.device)
     strict = ties != "pessimistic"
     finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
-    if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
+    kernel = metrics_kernel(x, junk)  # CUDA: the Triton kernel counts, the scores never written (else None)
+    if kernel is None and ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:
             tile = shard.agree_min(tile)
@@ -235,13 +237,14 @@ def retrieval_metric_tensors(
                 table.all_reduce(shard)
             return _finalise(table, *finish)
     chunk = chunk_size or metrics_chunk_size(
-        num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
-    )
+        num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class,
+        kernel_bytes=None if kernel is None else kernel.bytes_per_query(largest_class),
+    )  # fmt: skip
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
     order = torch.argsort(class_sizes, stable=True)
     if shard is not None:
         order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
-    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha)
+    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha, kernel=kernel)
     if shard is not None:
         table.all_reduce(shard)
     return _finalise(table, *finish)
