@@ -23,6 +23,8 @@ without positives, non-contiguous embeddings (copied), ``[N, L]`` labels.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
 import math
 import os
@@ -35,7 +37,7 @@ from torch import Tensor
 from ranklit.functional._positive_ranks import SortedKeys, sort_positive_scores
 from ranklit.functional.inputs import RetrievalInputs
 
-__all__ = ["KernelCounts", "KernelCounter", "kernel_reason", "metrics_kernel"]
+__all__ = ["KernelCounts", "KernelCounter", "fallback_warning", "kernel_reason", "metrics_kernel"]
 
 SWITCH = "RANKLIT_METRICS_KERNEL"
 
@@ -52,20 +54,46 @@ def kernel_reason(device: torch.device, dtype: torch.dtype) -> str | None:
         return f"{SWITCH}=0"
     if importlib.util.find_spec("triton") is None:
         return "Triton is not installed (it ships with PyTorch's Linux CUDA wheels)"
+    failure = _triton_failure()
+    if failure is not None:
+        return f"Triton does not import ({failure})"
     if dtype != torch.float32:
         return f"{dtype} scores (the kernel computes in float32)"
     return None
 
 
+def fallback_warning(device: torch.device, dtype: torch.dtype) -> str | None:
+    """The warning the metrics give when they count with the torch path on a CUDA device (``None``: no warning;
+    the CPU path and ``RANKLIT_METRICS_KERNEL=0`` are silent).
+
+    >>> fallback_warning(torch.device("cpu"), torch.float64) is None
+    True
+    """
+    reason = kernel_reason(device, dtype)
+    if reason is None or device.type != "cuda" or reason.startswith(SWITCH):
+        return None
+    return f"The exact metrics count with the torch path, not the Triton kernel: {reason}."
+
+
 def metrics_kernel(x: RetrievalInputs, junk: Tensor | None) -> KernelCounter | None:
-    """The :class:`KernelCounter` of a problem, or ``None`` where the torch path runs: silently on the CPU and where
-    ``RANKLIT_METRICS_KERNEL=0``, with a ``UserWarning`` naming the reason on CUDA otherwise."""
-    reason = kernel_reason(x.queries.device, x.queries.dtype)
-    if reason is None:
+    """The :class:`KernelCounter` of a problem, or ``None`` where the torch path runs (:func:`kernel_reason`), with
+    a ``UserWarning`` on CUDA (:func:`fallback_warning`)."""
+    device, dtype = x.queries.device, x.queries.dtype
+    if kernel_reason(device, dtype) is None:
         return KernelCounter(x, junk)
-    if x.queries.is_cuda and not reason.startswith(SWITCH):
-        warnings.warn(f"The exact metrics count with the torch path, not the Triton kernel: {reason}.", UserWarning,
-                      stacklevel=3)  # fmt: skip
+    message = fallback_warning(device, dtype)
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    return None
+
+
+@functools.cache
+def _triton_failure() -> str | None:
+    """The error importing Triton raises, once per process (``None``: it imports)."""
+    try:
+        importlib.import_module("triton.language")
+    except Exception as error:  # a broken install must give the torch path, not a traceback
+        return f"{type(error).__name__}: {error}"
     return None
 
 
