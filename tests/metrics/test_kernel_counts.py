@@ -19,7 +19,8 @@ from ranklit.functional import _kernel_counts  # noqa: E402
 from ranklit.functional._kernel_counts import KernelCounter, fallback_warning, kernel_reason  # noqa: E402
 from ranklit.functional._metrics import retrieval_metric_tensors  # noqa: E402
 from ranklit.functional._positive_ranks import SortedKeys, positive_counts  # noqa: E402
-from ranklit.functional.inputs import prepare_inputs  # noqa: E402
+from ranklit.functional._triton_counts import BLOCK_M, BLOCK_N  # noqa: E402
+from ranklit.functional.inputs import RetrievalInputs, prepare_inputs  # noqa: E402
 
 Q, N, D = 37, 70, 40
 
@@ -110,6 +111,39 @@ def test_kernel_counts_equal_the_torch_counts_on_the_kernel_scores(strict: bool)
     if above is not None:
         assert counts.above is not None and torch.equal(counts.above, above)
     assert torch.equal(scores.gather(1, counts.columns)[ok], descending[ok])  # the columns are the positives'
+
+
+def _assert_counts_as_torch(x: RetrievalInputs, strict: bool = True) -> None:
+    counter = KernelCounter(x, None)
+    rows = counter.by_label(torch.arange(x.queries.shape[0]))
+    counts, scores = counter.counts(rows, strict), counter.scores(rows)
+    descending, valid, at_least, above = positive_counts(
+        scores, *SortedKeys(x.ref_labels[:, -1]).match(x.query_labels[rows, -1]), strict=strict
+    )
+    assert torch.equal(counts.descending, descending) and torch.equal(counts.valid, valid)
+    assert torch.equal(counts.at_least, at_least) and torch.equal(counts.above, above)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("first_class", [BLOCK_N - 1, BLOCK_N, BLOCK_N + 1])
+def test_positive_runs_ending_and_starting_on_a_tile_edge(first_class: int) -> None:
+    # the sorted retrieval set: a class of `first_class` items, then another: a run ends (and one starts) at a tile
+    # edge, off by one either way
+    ref_labels = (torch.arange(N) >= first_class).long()
+    labels = (torch.arange(BLOCK_M + 3) >= BLOCK_M).long()  # one program of class 0, one of class 1
+    g = torch.Generator().manual_seed(first_class)
+    _assert_counts_as_torch(prepare_inputs(torch.randn(labels.numel(), 8, generator=g), labels,
+                                           ref_embeddings=torch.randn(N, 8, generator=g), ref_labels=ref_labels))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, on purpose
+def test_scores_that_overflow_to_inf_count_as_in_the_torch_path() -> None:
+    # raw dot products of 1e30 entries overflow: a positive scoring +inf is dropped, a negative scoring +inf is above
+    # every positive (the binary search then clears the +inf padding too)
+    queries = torch.cat([torch.full((1, 4), 1e30), torch.ones(1, 4)])
+    refs = torch.cat([torch.full((2, 4), 1e30), torch.tensor([[1.0, 0, 0, 0], [0, 1.0, 1, 0], [-1.0, 0, 0, 0]])])
+    x = prepare_inputs(queries, torch.tensor([0, 0]), ref_embeddings=refs, ref_labels=torch.tensor([0, 1, 0, 0, 1]),
+                       normalize=False)  # fmt: skip
+    _assert_counts_as_torch(x)
 
 
 def test_the_kernel_runs_on_cuda_with_triton_and_float32_only(monkeypatch: pytest.MonkeyPatch) -> None:
