@@ -28,7 +28,13 @@ from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_quer
 from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
-__all__ = ["RelevantRanking", "rank_relevant_items", "ranking_from_counts", "level_binary_metrics", "hierarchical_query_metrics"]
+__all__ = [
+    "RelevantRanking",
+    "rank_relevant_items",
+    "ranking_from_counts",
+    "level_binary_metrics",
+    "hierarchical_query_metrics",
+]
 
 
 @dataclass(frozen=True)

@@ -44,12 +44,13 @@ BLOCK_M, BLOCK_N, BLOCK_K = 32, 64, 32  # a program's queries, a tile's items, t
 MODE_SCORES, MODE_POSITIVES, MODE_COUNTS = 0, 1, 2
 
 
-def _metric_counts(
+def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its parameters are typed by Triton
     query_ptr, ref_ptr, query_id_ptr, ref_id_ptr, junk_ptr, start_ptr, count_ptr, tiles_ptr, threshold_ptr, out_ptr,
-    num_queries, num_refs, dim, log_width, hist_width, stride_query, stride_ref, stride_junk, stride_threshold, stride_out,
+    num_queries, num_refs, dim, log_width, hist_width,
+    stride_query, stride_ref, stride_junk, stride_threshold, stride_out,
     MODE: tl.constexpr, HAS_IDS: tl.constexpr, HAS_JUNK: tl.constexpr, STRICT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # type: ignore[no-untyped-def]  # fmt: skip
+):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_queries
     start = tl.load(start_ptr + rows, mask=row_ok, other=0)

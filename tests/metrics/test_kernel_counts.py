@@ -1,4 +1,4 @@
-"""The Triton kernel of the exact metrics' counting, run on the CPU through Triton's interpreter, against the torch path.
+"""The Triton kernel of the exact metrics' counting, on the CPU through Triton's interpreter, against the torch path.
 
 Sizes are chosen off the kernel's blocks: 37 queries (programs of 32), 70 items (tiles of 64), dimension 40 (slices of
 32), so every tile edge and mask is crossed. Integer embeddings with ``normalize=False`` make every score exact in
@@ -15,12 +15,12 @@ import torch
 
 pytest.importorskip("triton")
 
-from ranklit.functional import _kernel_counts  # noqa: E402
-from ranklit.functional._kernel_counts import KernelCounter, fallback_warning, kernel_reason  # noqa: E402
-from ranklit.functional._metrics import retrieval_metric_tensors  # noqa: E402
-from ranklit.functional._positive_ranks import SortedKeys, positive_counts  # noqa: E402
-from ranklit.functional._triton_counts import BLOCK_M, BLOCK_N  # noqa: E402
-from ranklit.functional.inputs import RetrievalInputs, prepare_inputs  # noqa: E402
+from ranklit.functional import _kernel_counts
+from ranklit.functional._kernel_counts import KernelCounter, fallback_warning, kernel_reason
+from ranklit.functional._metrics import retrieval_metric_tensors
+from ranklit.functional._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional._triton_counts import BLOCK_M, BLOCK_N
+from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
 
 Q, N, D = 37, 70, 40
 
@@ -131,8 +131,8 @@ def test_positive_runs_ending_and_starting_on_a_tile_edge(first_class: int) -> N
     ref_labels = (torch.arange(N) >= first_class).long()
     labels = (torch.arange(BLOCK_M + 3) >= BLOCK_M).long()  # one program of class 0, one of class 1
     g = torch.Generator().manual_seed(first_class)
-    _assert_counts_as_torch(prepare_inputs(torch.randn(labels.numel(), 8, generator=g), labels,
-                                           ref_embeddings=torch.randn(N, 8, generator=g), ref_labels=ref_labels))
+    queries, refs = torch.randn(labels.numel(), 8, generator=g), torch.randn(N, 8, generator=g)
+    _assert_counts_as_torch(prepare_inputs(queries, labels, ref_embeddings=refs, ref_labels=ref_labels))
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, on purpose
