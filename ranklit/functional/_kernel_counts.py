@@ -30,6 +30,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -117,6 +118,12 @@ class KernelCounts:
     above: Tensor | None
 
 
+class _Chunk(NamedTuple):
+    queries: Tensor
+    query_ids: Tensor | None
+    junk: Tensor | None
+
+
 class KernelCounter:
     """The retrieval set of a problem sorted by its coarsest label, and the kernel's launches on chunks of queries.
 
@@ -145,20 +152,24 @@ class KernelCounter:
         """``rows`` ordered by their coarsest label, so a program's queries share their positives' tiles."""
         return rows[torch.argsort(self.x.query_labels[rows, -1], stable=True)]
 
-    def _launch(self, rows: Tensor, mode: int, start: Tensor, count: Tensor, out: Tensor, *,
-                tiles: Tensor | None = None, thresholds: Tensor | None = None, log_width: int = 1,
-                hist_width: int = 0, strict: bool = False) -> None:  # fmt: skip
-        t, x = self._triton, self.x
-        queries = x.queries.index_select(0, rows).contiguous()
+    def _chunk(self, rows: Tensor) -> _Chunk:
+        """The kernel's inputs of the queries ``rows``: embeddings, ids, junk flags in the sorted columns' order."""
+        x = self.x
         query_ids = None if self.ref_ids is None or x.query_ids is None else x.query_ids[rows].contiguous()
         junk = None if self.junk is None else self.junk[rows][:, self.order].to(torch.uint8).contiguous()
+        return _Chunk(x.queries.index_select(0, rows).contiguous(), query_ids, junk)
+
+    def _launch(self, chunk: _Chunk, mode: int, start: Tensor, count: Tensor, out: Tensor, *,
+                tiles: Tensor | None = None, thresholds: Tensor | None = None, log_width: int = 1,
+                hist_width: int = 0, strict: bool = False) -> None:  # fmt: skip
+        t, (queries, query_ids, junk) = self._triton, chunk
         thresholds = out if thresholds is None else thresholds
-        grid = (triton_cdiv(rows.numel(), t.BLOCK_M),)
+        grid = (triton_cdiv(queries.shape[0], t.BLOCK_M),)
         self.kernel[grid](
             queries, self.refs, query_ids if query_ids is not None else start, self.ref_ids if self.ref_ids is not None
             else start, junk if junk is not None else start, start, count, start if tiles is None else tiles,
             thresholds, out,
-            rows.numel(), self.refs.shape[0], queries.shape[1], log_width, hist_width, queries.stride(0),
+            queries.shape[0], self.refs.shape[0], queries.shape[1], log_width, hist_width, queries.stride(0),
             self.refs.stride(0), junk.stride(0) if junk is not None else 0, thresholds.stride(0), out.stride(0),
             MODE=mode, HAS_IDS=query_ids is not None, HAS_JUNK=junk is not None, STRICT=int(strict),
             BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K,
@@ -180,7 +191,7 @@ class KernelCounter:
         removed items ``-inf``: what :meth:`counts` counts (for tests; this writes the whole matrix)."""
         zeros = torch.zeros(rows.numel(), dtype=torch.int64, device=rows.device)
         sorted_scores = self.x.queries.new_empty(rows.numel(), self.refs.shape[0])
-        self._launch(rows, self._triton.MODE_SCORES, zeros, zeros, sorted_scores)
+        self._launch(self._chunk(rows), self._triton.MODE_SCORES, zeros, zeros, sorted_scores)
         scores = torch.empty_like(sorted_scores)
         scores[:, self.order] = sorted_scores
         return scores
@@ -193,7 +204,8 @@ class KernelCounter:
         count = self.label_keys.count(keys)
         width = int(count.max()) if count.numel() else 0
         positives = self.x.queries.new_full((rows.numel(), max(width, 1)), -math.inf)
-        self._launch(rows, self._triton.MODE_POSITIVES, start, count, positives, tiles=self._tiles(start, count))
+        chunk = self._chunk(rows)
+        self._launch(chunk, self._triton.MODE_POSITIVES, start, count, positives, tiles=self._tiles(start, count))
         slots = torch.arange(width, device=rows.device).expand(rows.numel(), width)
         descending, _, valid, slot = sort_positive_scores(positives[:, :width], slots, slots < count[:, None])
         real = valid.sum(1)
@@ -208,7 +220,7 @@ class KernelCounter:
             ascending = descending.gather(1, (real[:, None] - 1 - position).clamp(0, num - 1))
             ascending = torch.where(position < real[:, None], ascending, math.inf).contiguous()
             histogram = torch.zeros(rows.numel(), 2 * (num + 1), dtype=torch.int32, device=rows.device)
-            self._launch(rows, self._triton.MODE_COUNTS, start, real, histogram, thresholds=ascending,
+            self._launch(chunk, self._triton.MODE_COUNTS, start, real, histogram, thresholds=ascending,
                          log_width=log_width, hist_width=num + 1, strict=strict)  # fmt: skip
             at_least = torch.where(valid, histogram[:, :num].cumsum(1), 0)
             if strict:

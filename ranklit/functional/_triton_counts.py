@@ -53,6 +53,7 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
 ):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_queries
+    wide = rows.to(tl.int64)  # row offsets in int64: a chunk's C x N junk flags or C x 2^log_width thresholds pass 2^31
     start = tl.load(start_ptr + rows, mask=row_ok, other=0)
     count = tl.load(count_ptr + rows, mask=row_ok, other=0)
     if HAS_IDS:
@@ -68,9 +69,9 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
         for k in range(0, dim, BLOCK_K):
             ks = k + tl.arange(0, BLOCK_K)
             k_ok = ks < dim
-            a = tl.load(query_ptr + rows[:, None] * stride_query + ks[None, :],
+            a = tl.load(query_ptr + wide[:, None] * stride_query + ks[None, :],
                         mask=row_ok[:, None] & k_ok[None, :], other=0.0)  # fmt: skip
-            b = tl.load(ref_ptr + cols[None, :] * stride_ref + ks[:, None],
+            b = tl.load(ref_ptr + cols.to(tl.int64)[None, :] * stride_ref + ks[:, None],
                         mask=col_ok[None, :] & k_ok[:, None], other=0.0)  # fmt: skip
             scores = tl.dot(a, b, scores, input_precision="ieee")
         inside = row_ok[:, None] & col_ok[None, :]
@@ -79,22 +80,22 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
             ref_ids = tl.load(ref_id_ptr + cols, mask=col_ok, other=0)
             removed = removed | (query_ids[:, None] == ref_ids[None, :])
         if HAS_JUNK:
-            junk = tl.load(junk_ptr + rows[:, None] * stride_junk + cols[None, :],
+            junk = tl.load(junk_ptr + wide[:, None] * stride_junk + cols[None, :],
                            mask=row_ok[:, None] & col_ok[None, :], other=1)  # fmt: skip
             removed = removed | (junk != 0)
         scores = tl.where(removed, float("-inf"), scores)
         if MODE == 0:
-            tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], scores, mask=inside)
+            tl.store(out_ptr + wide[:, None] * stride_out + cols[None, :], scores, mask=inside)
         if MODE == 1:
             slot = cols[None, :] - start[:, None]
             positive = inside & (slot >= 0) & (slot < count[:, None])
-            tl.store(out_ptr + rows[:, None] * stride_out + slot, scores, mask=positive)
+            tl.store(out_ptr + wide[:, None] * stride_out + slot, scores, mask=positive)
         if MODE == 2:  # pass 0: pos = #{thresholds <= s}; pass 1 (STRICT): #{thresholds < s}, in the second half
             for strict_pass in tl.static_range(1 + STRICT):
                 pos = tl.full((BLOCK_M, BLOCK_N), 0, tl.int32)
                 step = 1 << (log_width - 1)
                 for _ in range(log_width):  # binary search over 2^log_width ascending entries (+inf padding)
-                    threshold = tl.load(threshold_ptr + rows[:, None] * stride_threshold + (pos + step - 1),
+                    threshold = tl.load(threshold_ptr + wide[:, None] * stride_threshold + (pos + step - 1),
                                         mask=row_ok[:, None], other=float("inf"))  # fmt: skip
                     if strict_pass == 0:
                         clears = threshold <= scores
@@ -104,7 +105,7 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
                     step = step // 2
                 # an item with pos >= 1 clears the descending thresholds count - pos .. count - 1: one into that bin
                 pos = tl.minimum(pos, count[:, None])
-                bins = out_ptr + rows[:, None] * stride_out + strict_pass * hist_width + (count[:, None] - pos)
+                bins = out_ptr + wide[:, None] * stride_out + strict_pass * hist_width + (count[:, None] - pos)
                 tl.atomic_add(bins, tl.full((BLOCK_M, BLOCK_N), 1, tl.int32), mask=inside & (pos > 0))
 
 
