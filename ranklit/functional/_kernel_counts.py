@@ -172,7 +172,7 @@ class KernelCounter:
             queries.shape[0], self.refs.shape[0], queries.shape[1], log_width, hist_width, queries.stride(0),
             self.refs.stride(0), junk.stride(0) if junk is not None else 0, thresholds.stride(0), out.stride(0),
             MODE=mode, HAS_IDS=query_ids is not None, HAS_JUNK=junk is not None, STRICT=int(strict),
-            BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K,
+            BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS,
         )  # fmt: skip
 
     def _tiles(self, start: Tensor, count: Tensor) -> Tensor:

@@ -146,6 +146,35 @@ def test_scores_that_overflow_to_inf_count_as_in_the_torch_path() -> None:
     _assert_counts_as_torch(x)
 
 
+_SIGNATURE = {  # the types of a launch by KernelCounter (pointers, then 32-bit sizes and strides)
+    **dict.fromkeys(("query_ptr", "ref_ptr", "threshold_ptr"), "*fp32"),
+    **dict.fromkeys(("query_id_ptr", "ref_id_ptr", "start_ptr", "count_ptr", "tiles_ptr"), "*i64"),
+    "junk_ptr": "*u8",
+    **dict.fromkeys(("num_queries", "num_refs", "dim", "log_width", "hist_width", "stride_query", "stride_ref",
+                     "stride_junk", "stride_threshold", "stride_out"), "i32"),
+}  # fmt: skip
+
+
+@pytest.mark.slow  # a few seconds per mode, on the CPU: no GPU needed to compile
+@pytest.mark.parametrize(("mode", "out"), [(0, "*fp32"), (1, "*fp32"), (2, "*i32")])
+def test_the_kernel_compiles_for_a_hopper_gpu_in_plain_float32(mode: int, out: str) -> None:
+    """What the interpreter cannot check: Triton's compiler accepts the kernel (types, loops, constexpr branches),
+    and the product runs on the float32 FMA units (no ``mma``: no TF32 rounding of the inputs)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from ranklit.functional import _triton_counts as t
+
+    constants = {"MODE": mode, "HAS_IDS": 1, "HAS_JUNK": 1, "STRICT": 1, "BLOCK_M": t.BLOCK_M, "BLOCK_N": t.BLOCK_N,
+                 "BLOCK_K": t.BLOCK_K}  # fmt: skip
+    signature = {**_SIGNATURE, "out_ptr": out, **dict.fromkeys(constants, "constexpr")}
+    source = ASTSource(fn=t.metric_counts_kernel(torch.device("cuda")), signature=signature, constexprs=constants)
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": t.NUM_WARPS}).asm["ptx"]
+    assert "fma.rn.f32" in ptx and "mma" not in ptx
+    assert ("atom.global" in ptx) == (mode == 2)
+
+
 def test_the_kernel_runs_on_cuda_with_triton_and_float32_only(monkeypatch: pytest.MonkeyPatch) -> None:
     cuda = torch.device("cuda", 0)  # only named: nothing is allocated on it
     assert kernel_reason(cuda, torch.float32) is None
