@@ -51,6 +51,16 @@ def test_metric_chunks_fill_a_quarter_of_the_free_gpu_memory(monkeypatch: pytest
     assert metrics_chunk_size(136_000, 136_000, 1, GPU) == 1
 
 
+def test_kernel_chunks_hold_the_positives_not_the_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    _free_memory(monkeypatch, 40 * 2**30)
+    # the Triton kernel path: about 80 bytes per positive (40 here), no 32 N bytes of scores: every query in one chunk
+    assert metrics_chunk_size(136_000, 136_000, 1, GPU, max_relevant=40, kernel_bytes=80 * 40) == 136_000
+    # 2 levels, 17,000 relevant items (8 coarse groups): 80 + (96 + 32) bytes per relevant item
+    assert metrics_chunk_size(136_000, 136_000, 2, GPU, max_relevant=17_000, kernel_bytes=80 * 17_000) == (
+        10 * 2**30 // (208 * 17_000)
+    )
+
+
 def test_symmetric_tiles_fill_a_quarter_of_the_free_gpu_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     asked = _free_memory(monkeypatch, 16 * 2**30)  # a tile of t x t costs 16 t^2 bytes: t = sqrt(4 GiB / 16)
     assert symmetric_tile_size(136_000, GPU) == 16_384 and asked == [GPU]
