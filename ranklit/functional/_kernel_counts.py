@@ -164,7 +164,7 @@ class KernelCounter:
                 hist_width: int = 0, strict: bool = False) -> None:  # fmt: skip
         t, (queries, query_ids, junk) = self._triton, chunk
         thresholds = out if thresholds is None else thresholds
-        grid = (triton_cdiv(queries.shape[0], t.BLOCK_M),)
+        grid = (-(-queries.shape[0] // t.BLOCK_M),)  # programs of BLOCK_M queries
         self.kernel[grid](
             queries, self.refs, query_ids if query_ids is not None else start, self.ref_ids if self.ref_ids is not None
             else start, junk if junk is not None else start, start, count, start if tiles is None else tiles,
@@ -199,9 +199,7 @@ class KernelCounter:
     def counts(self, rows: Tensor, strict: bool) -> KernelCounts:
         """The counts of the queries ``rows`` (launched in this order; see :meth:`by_label`), as the torch path's
         :func:`~ranklit.functional._positive_ranks.positive_counts` gives them on :meth:`scores`."""
-        keys = self.x.query_labels[rows, -1].contiguous()
-        start = torch.searchsorted(self.label_keys.keys, keys)
-        count = self.label_keys.count(keys)
+        start, count = self.label_keys.runs(self.x.query_labels[rows, -1])
         width = int(count.max()) if count.numel() else 0
         positives = self.x.queries.new_full((rows.numel(), max(width, 1)), -math.inf)
         chunk = self._chunk(rows)
@@ -219,7 +217,7 @@ class KernelCounter:
             position = torch.arange(2**log_width, device=rows.device)
             ascending = descending.gather(1, (real[:, None] - 1 - position).clamp(0, num - 1))
             ascending = torch.where(position < real[:, None], ascending, math.inf).contiguous()
-            histogram = torch.zeros(rows.numel(), 2 * (num + 1), dtype=torch.int32, device=rows.device)
+            histogram = torch.zeros(rows.numel(), (1 + strict) * (num + 1), dtype=torch.int32, device=rows.device)
             self._launch(chunk, self._triton.MODE_COUNTS, start, real, histogram, thresholds=ascending,
                          log_width=log_width, hist_width=num + 1, strict=strict)  # fmt: skip
             at_least = torch.where(valid, histogram[:, :num].cumsum(1), 0)
@@ -227,11 +225,3 @@ class KernelCounter:
                 above = torch.where(valid, histogram[:, num + 1 : 2 * num + 1].cumsum(1), 0)
         return KernelCounts(descending, valid, columns, at_least, above)
 
-
-def triton_cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` for positive ``b``.
-
-    >>> triton_cdiv(65, 32)
-    3
-    """
-    return -(-a // b)
