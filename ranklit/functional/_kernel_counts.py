@@ -136,9 +136,10 @@ class KernelCounter:
         from ranklit.functional import _triton_counts
 
         self._triton = _triton_counts
-        self.x, self.junk = x, junk
+        self.x = x
         self.label_keys = SortedKeys(x.ref_labels[:, -1])
         self.order = self.label_keys.order  # retrieval-set position of each sorted column
+        self.junk = None if junk is None else junk.index_select(1, self.order).view(torch.uint8)  # sorted columns
         self.refs = x.refs.index_select(0, self.order).contiguous()
         self.ref_ids = None if x.ref_ids is None or x.query_ids is None else x.ref_ids[self.order].contiguous()
         self.kernel = _triton_counts.metric_counts_kernel(x.queries.device)
@@ -156,7 +157,7 @@ class KernelCounter:
         """The kernel's inputs of the queries ``rows``: embeddings, ids, junk flags in the sorted columns' order."""
         x = self.x
         query_ids = None if self.ref_ids is None or x.query_ids is None else x.query_ids[rows].contiguous()
-        junk = None if self.junk is None else self.junk[rows][:, self.order].to(torch.uint8).contiguous()
+        junk = None if self.junk is None else self.junk.index_select(0, rows)
         return _Chunk(x.queries.index_select(0, rows).contiguous(), query_ids, junk)
 
     def _launch(self, chunk: _Chunk, mode: int, start: Tensor, count: Tensor, out: Tensor, *,
