@@ -28,13 +28,8 @@ from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_quer
 from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
-__all__ = [
-    "RelevantRanking",
-    "rank_relevant_items",
-    "ranking_from_counts",
-    "level_binary_metrics",
-    "hierarchical_query_metrics",
-]
+__all__ = ["RelevantRanking", "rank_relevant_items", "ranking_from_counts", "level_binary_metrics",
+           "hierarchical_query_metrics"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -104,26 +99,11 @@ def rank_relevant_items(
     return ranking_from_counts(descending, valid, levels, at_least, above, num_levels, ties)
 
 
-def ranking_from_counts(
-    descending: Tensor,
-    valid: Tensor,
-    levels: Tensor,
-    at_least: Tensor,
-    above: Tensor | None,
-    num_levels: int,
-    ties: str,
-) -> RelevantRanking:
-    """The :class:`RelevantRanking` of relevant items already sorted by decreasing score and counted (by
-    :func:`rank_relevant_items`, or by the kernel path of :mod:`ranklit.functional._kernel_counts`): each tie group
-    ordered by level as the policy says, and the per-level counts.
-
-    Args:
-        descending, valid, at_least, above: as the attributes of :class:`RelevantRanking` (``above``: ``None`` only
-            under ``"pessimistic"``).
-        levels: ``[C, R]`` the items' levels in the same order (padding: 0).
-        num_levels: ``L``.
-        ties: the tie policy.
-    """
+def ranking_from_counts(descending: Tensor, valid: Tensor, levels: Tensor, at_least: Tensor, above: Tensor | None,
+                        num_levels: int, ties: str) -> RelevantRanking:  # fmt: skip
+    """The :class:`RelevantRanking` of relevant items sorted by decreasing score and counted (by
+    :func:`rank_relevant_items`, or the kernel path of :mod:`ranklit.functional._kernel_counts`; the arguments as its
+    attributes, ``levels`` in the same order): each tie group ordered by level as ``ties`` says."""
     if ties != "average" and descending.shape[1] > 1:  # order each tie group by level
         order = _order_in_groups(descending, levels if ties == "pessimistic" else num_levels - levels, num_levels + 1)
         descending, levels, valid = descending.gather(1, order), levels.gather(1, order), valid.gather(1, order)
