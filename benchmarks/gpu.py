@@ -9,11 +9,13 @@ Usage::
 Four tables, each timed as the median of ``--repeat`` runs after a warm-up, with ``torch.cuda.synchronize``:
 
 1. **Metrics** at N = 136,000 items, d = 512 (the size of the iNaturalist 2018 test set; about 3,400 classes of
-   40 images, 8 coarse groups for H-AP), every item a query against all others: ranklit's
-   ``retrieval_metric_tensors`` (flat: mAP, mAP@R, R@k; hierarchical: + H-AP, ASI, NDCG) against the bare score
-   product (``q @ E.T`` chunk by chunk, the floor of any exact metric) and torchmetrics' ``RetrievalMAP`` on a sample
-   of queries (its input is the flat ``Q x N`` score list, so all queries at once do not fit), extrapolated to N
-   queries; both mAPs on that sample are printed as a check.
+   40 images, 8 coarse groups for H-AP), every item a query against all others, and a quarter of them against the
+   rest (query/gallery): ranklit's ``retrieval_metric_tensors`` (flat: mAP, mAP@R, R@k; hierarchical: + H-AP, ASI,
+   NDCG; on CUDA its counts come from the Triton kernel) against the bare score product (``q @ E.T`` chunk by chunk)
+   and torchmetrics' ``RetrievalMAP`` on a sample of queries (its input is the flat ``Q x N`` score list, so all
+   queries at once do not fit), extrapolated to N queries; both mAPs on that sample are printed as a check. Each
+   row has its hardware floor (FLOPs over the measured float32 matrix rate, bytes over the measured copy bandwidth)
+   and the figure ``benchmarks/RESULTS.md`` held before the run.
 2. **Losses**: SupAP, H-AP and Smooth-AP forward + backward at B = 384 to 16,384 (d = 512, P x 4 batches), time and
    peak GPU memory (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit;
    a size whose time, estimated as B^3 from the last size measured, exceeds 20 s is skipped and says so (HAPLoss's
@@ -91,13 +93,39 @@ def _embeddings(n: int, dim: int, classes: int, device: torch.device) -> tuple[T
     return torch.nn.functional.normalize(embeddings, dim=1).to(device), labels.to(device)
 
 
+def _measured_rates(device: torch.device, dim: int) -> tuple[float, float]:
+    """(float32 matrix FLOP/s of ``torch.matmul``, TF32 off as by default; copy bytes/s, read + write) on ``device``:
+    the hardware floors of the metrics table."""
+    side = 8192 if device.type == "cuda" else 256
+    a, b = torch.full((side, dim), 0.5, device=device), torch.full((dim, side), 0.5, device=device)  # no RNG drawn
+    rate = 2 * side * side * dim / _median_time(lambda: a @ b, device, 3)
+    source = torch.empty(2**28 if device.type == "cuda" else 2**20, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    bandwidth = 2 * source.numel() / _median_time(lambda: target.copy_(source), device, 3)
+    return rate, bandwidth
+
+
+def _previous_seconds(label: str) -> str:
+    """The seconds recorded for a row of the metrics table in ``benchmarks/RESULTS.md`` (``—`` where none)."""
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    found = re.search(r"^\| " + re.escape(label) + r" \| ([0-9.,]+) \|", text, flags=re.M)
+    return found.group(1) if found else "—"
+
+
 def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
+    """Each row against its hardware floor: ``max(FLOPs / matrix rate, bytes / copy bandwidth)``, FLOPs = the
+    ``2 Q N d`` of the score product, bytes = the embeddings read once (the counts' kernel never writes the
+    ``Q x N`` scores; the bare product's floor counts them written once)."""
     from torchmetrics.retrieval import RetrievalMAP
 
     from ranklit.functional._metrics import retrieval_metric_tensors
 
     embeddings, labels = _embeddings(size["n"], size["dim"], size["classes"], device)
-    n, sample = embeddings.shape[0], size["sample"]
+    n, dim, sample = embeddings.shape[0], embeddings.shape[1], size["sample"]
+    rate, bandwidth = _measured_rates(device, dim)
+
+    def floor(queries: int, refs: int, written: int = 0) -> float:
+        return max(2 * queries * refs * dim / rate, (4 * (queries + refs) * dim + written) / bandwidth)
 
     def bare() -> None:
         for chunk in embeddings.split(4096):
@@ -113,17 +141,33 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
     def torchmetrics_sample() -> Tensor:
         return RetrievalMAP()(scores.flatten(), target.flatten(), indexes=indexes.flatten())
 
-    rows = [f"| bare product `q @ E.T` (N = {n:,}) | {_median_time(bare, device, repeat):.3f} | — |"]
-    for name, label in (("flat", labels[:, 0]), ("hierarchical (2 levels)", labels)):
-        seconds = _median_time(lambda label=label: retrieval_metric_tensors(embeddings, label), device, repeat)
-        rows.append(f"| ranklit `retrieval_metric_tensors`, {name} | {seconds:.3f} | — |")
+    def row(label: str, seconds: float, floor_s: float, check: str = "—") -> str:
+        return (f"| {label} | {seconds:.3f} | {floor_s:.3f} | {seconds / floor_s:.1f} | {_previous_seconds(label)} "
+                f"| {check} |")  # fmt: skip
+
+    split = n // 4  # query/gallery: a quarter of the items query the other three quarters
+    cases = (
+        ("flat", n, n, lambda: retrieval_metric_tensors(embeddings, labels[:, 0])),
+        ("hierarchical (2 levels)", n, n, lambda: retrieval_metric_tensors(embeddings, labels)),
+        (f"flat, query/gallery ({split:,} x {n - split:,})", split, n - split,
+         lambda: retrieval_metric_tensors(embeddings[:split], labels[:split, 0], ref_embeddings=embeddings[split:],
+                                          ref_labels=labels[split:, 0])),
+    )  # fmt: skip
+    rows = [row(f"bare product `q @ E.T` (N = {n:,})", _median_time(bare, device, repeat), floor(n, n, 4 * n * n))]
+    for name, num_queries, num_refs, evaluate in cases:
+        rows.append(row(f"ranklit `retrieval_metric_tensors`, {name}", _median_time(evaluate, device, repeat),
+                        floor(num_queries, num_refs)))  # fmt: skip
     per_query = retrieval_metric_tensors(embeddings[:sample], labels[:sample, 0], ref_embeddings=embeddings,
                                          ref_labels=labels[:, 0], ids=queries, ref_ids=torch.arange(n, device=device),
                                          per_query=True)  # fmt: skip
     tm_seconds = _median_time(torchmetrics_sample, device, repeat) * n / sample
-    rows.append(f"| torchmetrics `RetrievalMAP`, {sample} queries x {n / sample:.0f} | {tm_seconds:.3f} | "
-                f"{float(torchmetrics_sample()):.6f} vs ranklit {float(per_query['map'].nanmean()):.6f} |")  # fmt: skip
-    return ["| metrics over every query | seconds | mAP of the sampled queries |", "|---|---:|---|", *rows]
+    rows.append(row(f"torchmetrics `RetrievalMAP`, {sample} queries x {n / sample:.0f}", tm_seconds, floor(n, n),
+                    f"{float(torchmetrics_sample()):.6f} vs ranklit {float(per_query['map'].nanmean()):.6f}"))
+    engine = "Triton kernel (CUDA)" if device.type == "cuda" else "torch (CPU)"
+    return [f"Counting engine: {engine}. Matrix rate {rate / 1e9:,.1f} GFLOP/s (float32 `torch.matmul`), copy "
+            f"bandwidth {bandwidth / 1e9:,.1f} GB/s; floor = max(FLOPs / rate, bytes / bandwidth).", "",
+            "| metrics over every query | seconds | floor (s) | x floor | previous (s) | mAP of the sampled queries |",
+            "|---|---:|---:|---:|---:|---|", *rows]  # fmt: skip
 
 
 def _cubic_estimate(last: tuple[int, float], batch: int) -> float:

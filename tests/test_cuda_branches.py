@@ -51,6 +51,16 @@ def test_metric_chunks_fill_a_quarter_of_the_free_gpu_memory(monkeypatch: pytest
     assert metrics_chunk_size(136_000, 136_000, 1, GPU) == 1
 
 
+def test_kernel_chunks_hold_the_positives_not_the_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    _free_memory(monkeypatch, 40 * 2**30)
+    # the Triton kernel path: about 80 bytes per positive (40 here), no 32 N bytes of scores: every query in one chunk
+    assert metrics_chunk_size(136_000, 136_000, 1, GPU, max_relevant=40, kernel_bytes=80 * 40) == 136_000
+    # 2 levels, 17,000 relevant items (8 coarse groups): 80 + (96 + 32) bytes per relevant item
+    assert metrics_chunk_size(136_000, 136_000, 2, GPU, max_relevant=17_000, kernel_bytes=80 * 17_000) == (
+        10 * 2**30 // (208 * 17_000)
+    )
+
+
 def test_symmetric_tiles_fill_a_quarter_of_the_free_gpu_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     asked = _free_memory(monkeypatch, 16 * 2**30)  # a tile of t x t costs 16 t^2 bytes: t = sqrt(4 GiB / 16)
     assert symmetric_tile_size(136_000, GPU) == 16_384 and asked == [GPU]
@@ -154,7 +164,7 @@ def test_resume_saves_and_restores_the_cuda_random_states(monkeypatch, tmp_path)
 
 def test_losses_and_metrics_turn_a_cuda_autocast_off_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under ``bf16-mixed`` on a GPU the autocast that is on is CUDA's: ``autocast_off`` must leave that one."""
-    from ranklit.functional import _precision
+    from ranklit.functional import precision
 
     entered: list[tuple[str, bool]] = []
     real_autocast = torch.autocast
@@ -165,6 +175,6 @@ def test_losses_and_metrics_turn_a_cuda_autocast_off_too(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type="cuda": device_type == "cuda")
     monkeypatch.setattr(torch, "autocast", recording_autocast)
-    with _precision.autocast_off():
+    with precision.autocast_off():
         pass
     assert entered == [("cuda", False)]

@@ -1,5 +1,8 @@
 """On a CUDA machine: the CUDA-only branches run for real (``python -m pytest -m gpu``; skipped without CUDA).
 
+The exact metrics' Triton kernel, compiled: its counts equal the torch path's on its own scores (real-valued
+embeddings), and its metrics equal the CPU's where the scores are exact (integer embeddings, every tie policy).
+
 ``tests/test_cuda_branches.py`` covers the same branches on the CPU with the device queries faked; these tests check
 that the fakes tell the truth: real free-memory chunking, pinned-memory loaders and non-blocking copies, bf16 and fp16
 fits (the fp16 one through the gradient scaler and multistage), the CUDA random state of multistage chunks and of
@@ -7,6 +10,8 @@ resume checkpoints.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import lightning as L
 import pytest
@@ -39,6 +44,82 @@ def test_metrics_on_the_gpu_equal_the_cpu(levels: int) -> None:
     cpu = retrieval_metrics(embeddings, labels)
     gpu = retrieval_metrics(embeddings.to(CUDA), labels.to(CUDA))
     assert gpu == pytest.approx(cpu, abs=1e-6)
+
+
+def _kernel_problem(levels: int, integers: bool) -> dict:
+    """3,001 queries (programs of 32) against 2,050 items (tiles of 64), d = 100 (slices of 32): every tile edge."""
+    g = torch.Generator().manual_seed(levels)
+    fine, ref_fine = torch.randint(0, 40, (3001,), generator=g), torch.randint(0, 40, (2050,), generator=g)
+    draw = (lambda *shape: torch.randint(-1, 2, shape, generator=g).float()) if integers else (
+        lambda *shape: torch.randn(*shape, generator=g))  # fmt: skip
+    return {"embeddings": draw(3001, 100), "labels": torch.stack([fine, fine // 4], 1)[:, :levels],
+            "ref_embeddings": draw(2050, 100), "ref_labels": torch.stack([ref_fine, ref_fine // 4], 1)[:, :levels],
+            "ids": torch.arange(3001) % 700, "ref_ids": torch.arange(2050) % 900,
+            "junk": torch.rand(3001, 2050, generator=g) < 0.05}  # fmt: skip
+
+
+def _on(device: torch.device, problem: dict) -> dict:
+    return {key: value.to(device) for key, value in problem.items()}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_compiled_kernel_counts_equal_the_torch_counts_on_its_own_scores(strict: bool) -> None:
+    from ranklit.functional._kernel_counts import KernelCounter
+    from ranklit.functional._positive_ranks import SortedKeys, positive_counts
+    from ranklit.functional.inputs import prepare_inputs
+
+    p = _on(CUDA, _kernel_problem(1, integers=False))
+    x = prepare_inputs(p["embeddings"], p["labels"], ref_embeddings=p["ref_embeddings"], ref_labels=p["ref_labels"],
+                       ids=p["ids"], ref_ids=p["ref_ids"])  # fmt: skip
+    counter = KernelCounter(x, p["junk"])
+    rows = counter.by_label(torch.arange(3001, device=CUDA))
+    counts, scores = counter.counts(rows, strict), counter.scores(rows)
+    finite = torch.isfinite(scores)
+    assert torch.equal(~finite, p["junk"][rows] | (p["ids"][rows, None] == p["ref_ids"][None, :]))
+    torch.testing.assert_close(scores[finite], (x.queries[rows] @ x.refs.T)[finite], rtol=0, atol=1e-5)
+    descending, valid, at_least, above = positive_counts(
+        scores, *SortedKeys(x.ref_labels[:, 0]).match(x.query_labels[rows, 0]), strict=strict
+    )
+    assert torch.equal(counts.descending, descending) and torch.equal(counts.valid, valid)
+    assert torch.equal(counts.at_least, at_least)
+    assert (above is None) == (counts.above is None) and (above is None or torch.equal(counts.above, above))
+
+
+@pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
+@pytest.mark.parametrize("case", ["self", "gallery", "hierarchical"])
+def test_gpu_metrics_through_the_kernel_equal_the_cpu_ties_included(
+    case: str, ties: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ranklit.functional import _kernel_counts
+    from ranklit.functional._metrics import retrieval_metric_tensors
+
+    launches = []
+    real = _kernel_counts.KernelCounter.counts
+    monkeypatch.setattr(_kernel_counts.KernelCounter, "counts", lambda self, *a: launches.append(1) or real(self, *a))
+    p = _kernel_problem(2 if case == "hierarchical" else 1, integers=True)  # exact scores: ties, no round-off
+    if case != "gallery":
+        p = {"embeddings": p["ref_embeddings"], "labels": p["ref_labels"]}
+    options = {"ties": ties, "normalize": False, "per_query": True}
+    cpu = retrieval_metric_tensors(**p, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: the kernel runs
+        gpu = retrieval_metric_tensors(**_on(CUDA, p), **options)
+    assert launches
+    for key, value in cpu.items():
+        torch.testing.assert_close(gpu[key].cpu(), value, rtol=0, atol=1e-12, equal_nan=True, msg=key)
+
+
+def test_float64_and_the_switch_keep_the_torch_path_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    embeddings, labels = torch.randn(300, 16, dtype=torch.float64), torch.arange(300) % 30
+    cpu = retrieval_metrics(embeddings, labels)
+    with pytest.warns(UserWarning, match="float64"):
+        assert retrieval_metrics(embeddings.to(CUDA), labels.to(CUDA)) == pytest.approx(cpu, abs=1e-9)
+    monkeypatch.setenv("RANKLIT_METRICS_KERNEL", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert retrieval_metrics(embeddings.float().to(CUDA), labels.to(CUDA)) == pytest.approx(
+            retrieval_metrics(embeddings.float(), labels), abs=1e-6
+        )
 
 
 def _fit(precision: str, tmp_path, **options) -> L.Trainer:

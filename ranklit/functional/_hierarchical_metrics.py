@@ -28,7 +28,8 @@ from ranklit.functional.binary_metrics import _discounts, _harmonic, binary_quer
 from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
-__all__ = ["RelevantRanking", "rank_relevant_items", "level_binary_metrics", "hierarchical_query_metrics"]
+__all__ = ["RelevantRanking", "rank_relevant_items", "ranking_from_counts", "level_binary_metrics",
+           "hierarchical_query_metrics"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,14 @@ def rank_relevant_items(
     above = None
     if ties != "pessimistic":
         above = torch.where(valid, count_at_least(scores, strictly_above_thresholds(descending)), 0)
+    return ranking_from_counts(descending, valid, levels, at_least, above, num_levels, ties)
+
+
+def ranking_from_counts(descending: Tensor, valid: Tensor, levels: Tensor, at_least: Tensor, above: Tensor | None,
+                        num_levels: int, ties: str) -> RelevantRanking:  # fmt: skip
+    """The :class:`RelevantRanking` of relevant items sorted by decreasing score and counted (by
+    :func:`rank_relevant_items`, or the kernel path of :mod:`ranklit.functional._kernel_counts`; the arguments as its
+    attributes, ``levels`` in the same order): each tie group ordered by level as ``ties`` says."""
     if ties != "average" and descending.shape[1] > 1:  # order each tie group by level
         order = _order_in_groups(descending, levels if ties == "pessimistic" else num_levels - levels, num_levels + 1)
         descending, levels, valid = descending.gather(1, order), levels.gather(1, order), valid.gather(1, order)

@@ -17,6 +17,7 @@ __all__ = [
     "check_cutoffs",
     "check_junk",
     "check_recall_at",
+    "memory_budget",
     "metrics_chunk_size",
 ]
 
@@ -58,27 +59,42 @@ def check_average(average: str) -> str:
 
 
 def metrics_chunk_size(
-    num_queries: int, num_refs: int, num_levels: int, device: torch.device, max_relevant: int | None = None
+    num_queries: int,
+    num_refs: int,
+    num_levels: int,
+    device: torch.device,
+    max_relevant: int | None = None,
+    kernel_bytes: int | None = None,
 ) -> int:
     """Queries per chunk so one chunk's working tensors fit in a quarter of the free memory.
 
     A query costs about ``32 N`` bytes (its scores and comparison flags) plus, with hierarchical labels,
     ``96 + 16 L`` bytes per relevant item (levels, per-level counts, float64 terms), of which it has at most
     ``max_relevant`` (default ``N``). On CPU the chunk is also capped at 256 MiB (the comparison passes run over
-    cache-sized tiles of it).
+    cache-sized tiles of it). On the kernel path, which never holds a chunk's scores, ``kernel_bytes`` replaces the
+    ``32 N`` (:meth:`~ranklit.functional._kernel_counts.KernelCounter.bytes_per_query`).
 
     >>> metrics_chunk_size(100, 1000, 1, torch.device("cpu"))
     100
     """
     relevant = num_refs if max_relevant is None else max_relevant
-    bytes_per_query = 32 * num_refs + (0 if num_levels == 1 else (96 + 16 * num_levels) * relevant)
+    bytes_per_query = (32 * num_refs if kernel_bytes is None else kernel_bytes) + (
+        0 if num_levels == 1 else (96 + 16 * num_levels) * relevant
+    )
+    return max(1, min(num_queries, memory_budget(device) // max(1, bytes_per_query)))
+
+
+def memory_budget(device: torch.device) -> int:
+    """Bytes a metric's working tensors may take: a quarter of the free memory (on CPU, at most 256 MiB).
+
+    >>> 0 < memory_budget(torch.device("cpu")) <= 256 * 2**20
+    True
+    """
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
-        budget = free // 4
-    else:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
-        budget = min(_CPU_CHUNK_BYTES, available // 4) if available > 0 else _CPU_CHUNK_BYTES
-    return max(1, min(num_queries, budget // max(1, bytes_per_query)))
+        return free // 4
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
+    return min(_CPU_CHUNK_BYTES, available // 4) if available > 0 else _CPU_CHUNK_BYTES
 
 
 def check_junk(junk: Tensor | None, num_queries: int, num_refs: int, device: torch.device) -> Tensor | None:

@@ -13,6 +13,10 @@
   ranks and levels give H-AP, ASI, NDCG and the binary metrics of every label column
   (:mod:`ranklit.functional._hierarchical_metrics`). These two: :mod:`ranklit.functional._row_metrics`.
 
+On CUDA tensors (float32 scores, Triton importable) every case takes the row-by-row paths with the counts from a
+Triton kernel that never writes the scores (:mod:`ranklit.functional._kernel_counts`): the same counts as the torch
+path on the kernel's scores, the same metric formulas.
+
 Peak memory is ``O(chunk_size * N)`` (plus ``O(chunk_size * R * L)`` for ``R`` relevant items with hierarchical
 labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on the embeddings' device.
 """
@@ -26,6 +30,7 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size
+from ranklit.functional._kernel_counts import metrics_kernel
 from ranklit.functional._metric_options import (
     AVERAGES,
     check_average,
@@ -112,6 +117,9 @@ def retrieval_metrics(
     cannot inflate a result), ``"average"`` = the expectation over uniformly random orderings (closed form; as
     scikit-learn's ``ndcg_score``), ``"optimistic"`` = the best ordering. Scores are computed in float32 (float64 if
     the embeddings are float64) and ties are exact equalities of those scores: which scores tie depends on the dtype.
+    On CUDA the counts come from a Triton kernel whose float32 scores may differ from the CPU's in their last bits:
+    its counts equal the torch path's on its own scores, and the CPU's unless two scores lie within round-off
+    ([spec §0][spec-ties]; ``RANKLIT_METRICS_KERNEL=0`` keeps the torch path).
 
     Args:
         embeddings: ``[Q, D]`` query embeddings; L2-normalised here (cosine scores) unless ``normalize=False``.
@@ -130,7 +138,8 @@ def retrieval_metrics(
             the per-class means (pytorch-metric-learning's ``avg_of_avgs``). Per-query values:
             :func:`retrieval_metric_tensors` with ``per_query=True``.
         chunk_size: queries per chunk; ``None`` picks one from the free memory (:func:`metrics_chunk_size`). On the
-            symmetric path (flat labels, no gallery, no junk, distinct ids) it is the tile side instead (``None``:
+            symmetric path (flat labels, no gallery, no junk, distinct ids; not on CUDA, where the kernel counts) it
+            is the tile side instead (``None``:
             :func:`~ranklit.functional._symmetric_ranks.symmetric_tile_size`); a class larger than the tile sends the
             evaluation down the row-by-row path.
         junk: ``[Q, N]`` bool, items removed from each query's ranking (Revisited Oxford/Paris junk lists).
@@ -222,7 +231,8 @@ def retrieval_metric_tensors(
     table = QueryValues(_total_keys(num_levels, cutoffs), num_queries, x.queries.device)
     strict = ties != "pessimistic"
     finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
-    if ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
+    kernel = metrics_kernel(x, junk)  # CUDA: the Triton kernel counts, the scores never written (else None)
+    if kernel is None and ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:
             tile = shard.agree_min(tile)
@@ -235,13 +245,14 @@ def retrieval_metric_tensors(
                 table.all_reduce(shard)
             return _finalise(table, *finish)
     chunk = chunk_size or metrics_chunk_size(
-        num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class
-    )
+        num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class,
+        kernel_bytes=None if kernel is None else kernel.bytes_per_query(largest_class),
+    )  # fmt: skip
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
     order = torch.argsort(class_sizes, stable=True)
     if shard is not None:
         order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
-    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha)
+    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha, kernel=kernel)
     if shard is not None:
         table.all_reduce(shard)
     return _finalise(table, *finish)

@@ -48,6 +48,15 @@ class SortedKeys:
         query_keys = query_keys.contiguous()
         return torch.searchsorted(self.keys, query_keys, right=True) - torch.searchsorted(self.keys, query_keys)
 
+    def runs(self, query_keys: Tensor) -> tuple[Tensor, Tensor]:
+        """``([C] start, [C] count)``: the matches of each query are the sorted positions ``start .. start + count``.
+
+        >>> [t.tolist() for t in SortedKeys(torch.tensor([3, 1, 3, 2])).runs(torch.tensor([3, 5]))]
+        [[2, 4], [2, 0]]
+        """
+        query_keys = query_keys.contiguous()
+        return torch.searchsorted(self.keys, query_keys), self.count(query_keys)
+
     def match(self, query_keys: Tensor) -> tuple[Tensor, Tensor]:
         """Columns whose key equals each query's key.
 
@@ -58,9 +67,7 @@ class SortedKeys:
             ``(index, valid)``, both ``[C, W]`` with ``W`` the largest number of matches of a query; ``index`` holds
             retrieval-set columns (padding points at column 0), ``valid`` says which entries are real.
         """
-        query_keys = query_keys.contiguous()
-        start = torch.searchsorted(self.keys, query_keys)
-        count = self.count(query_keys)
+        start, count = self.runs(query_keys)
         width = int(count.max()) if count.numel() else 0
         offsets = torch.arange(width, device=query_keys.device)
         valid = offsets[None, :] < count[:, None]

@@ -23,10 +23,13 @@ import torch
 from torch import Tensor
 
 from ranklit.functional._hierarchical_metrics import (
+    RelevantRanking,
     hierarchical_query_metrics,
     level_binary_metrics,
     rank_relevant_items,
+    ranking_from_counts,
 )
+from ranklit.functional._kernel_counts import KernelCounter, KernelCounts
 from ranklit.functional._metric_options import cached_rows
 from ranklit.functional._positive_ranks import SortedKeys, concat_counts, positive_counts
 from ranklit.functional._query_values import QueryValues
@@ -47,13 +50,23 @@ def evaluate_rows(
     ties: str,
     cutoffs: Mapping[str, tuple[int, ...]],
     alpha: float,
+    kernel: KernelCounter | None = None,
 ) -> None:
     """Store in ``table`` the values of the queries ``order`` (positions in ``x.queries``), ``chunk`` at a time.
 
-    Cost: the ``Q x N`` score product, by chunks; memory ``O(chunk * N)`` (module docstring).
+    With ``kernel`` (CUDA: :func:`~ranklit.functional._kernel_counts.metrics_kernel`) each chunk's counts come from
+    the Triton kernel, which never writes the chunk's scores; the metrics are computed from them alike.
+
+    Cost: the ``Q x N`` score product, by chunks; memory ``O(chunk * N)`` (module docstring), ``O(chunk * R)`` with
+    ``kernel``.
     """
     num_levels, num_refs = x.num_levels, x.refs.shape[0]
     strict = ties != "pessimistic"
+    if kernel is not None:
+        for rows in order.split(chunk):
+            rows = kernel.by_label(rows)  # a program's queries then share their positives' tiles
+            _store_kernel_counts(table, x, kernel.counts(rows, strict), rows, ties, cutoffs, alpha)
+        return
     label_keys = SortedKeys(x.ref_labels[:, -1])
     id_keys = SortedKeys(x.ref_ids) if x.query_ids is not None and x.ref_ids is not None else None
     refs_t = x.refs.T.contiguous()
@@ -80,7 +93,33 @@ def evaluate_rows(
         scores = scores_of(rows)
         index, valid = label_keys.match(x.query_labels[rows, -1])
         levels = levels_between(x.query_labels[rows], x.ref_labels[index])
-        ranking = rank_relevant_items(scores, index, valid, levels, num_levels, ties)
-        table.store(hierarchical_query_metrics(ranking, alpha), rows, "_hier")
-        for h in range(num_levels):
-            table.store(level_binary_metrics(ranking, h, cutoffs), rows, f"_level{h}")
+        _store_hierarchical(table, rank_relevant_items(scores, index, valid, levels, num_levels, ties), rows, cutoffs,
+                            alpha)  # fmt: skip
+
+
+def _store_hierarchical(
+    table: QueryValues, ranking: RelevantRanking, rows: Tensor, cutoffs: Mapping[str, tuple[int, ...]], alpha: float
+) -> None:
+    table.store(hierarchical_query_metrics(ranking, alpha), rows, "_hier")
+    for h in range(ranking.num_levels):
+        table.store(level_binary_metrics(ranking, h, cutoffs), rows, f"_level{h}")
+
+
+def _store_kernel_counts(
+    table: QueryValues,
+    x: RetrievalInputs,
+    counts: KernelCounts,
+    rows: Tensor,
+    ties: str,
+    cutoffs: Mapping[str, tuple[int, ...]],
+    alpha: float,
+) -> None:
+    """The metrics of the queries ``rows`` from the kernel's counts (the same formulas as the torch path's)."""
+    if x.num_levels == 1:
+        tied = tie_positives(counts.descending, counts.valid, counts.at_least, counts.above, ties)
+        table.store(binary_query_metrics(tied, cutoffs), rows)
+        return
+    levels = torch.where(counts.valid, levels_between(x.query_labels[rows], x.ref_labels[counts.columns]), 0)
+    ranking = ranking_from_counts(counts.descending, counts.valid, levels, counts.at_least, counts.above,
+                                  x.num_levels, ties)  # fmt: skip
+    _store_hierarchical(table, ranking, rows, cutoffs, alpha)
