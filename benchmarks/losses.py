@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         for batch in sizes:
             reps = 3 if args.quick else (7 if batch <= 256 else 5 if batch <= 1024 else 3)
             ours = _run(name, "ranklit", batch, reps)
-            row = [name, str(batch)] + (["%.1f" % ours[0], "%.1f" % ours[1]] if ours else ["failed", "failed"])
+            row = [name, str(batch)] + ([f"{ours[0]:.1f}", f"{ours[1]:.1f}"] if ours else ["failed", "failed"])
             if name not in NAIVE:
                 row += ["—"] * 4
             elif 4 * 8 * batch**3 > args.naive_limit_gb * 2**30:
@@ -178,8 +178,8 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 naive = _run(name, "naive", batch, min(reps, 3))
                 if naive and ours:
-                    row += ["%.1f" % naive[0], "%.1f" % naive[1], "%.1fx" % (naive[0] / ours[0])]
-                    row += ["%.1fx" % (naive[1] / max(ours[1], 0.1))]
+                    row += [f"{naive[0]:.1f}", f"{naive[1]:.1f}", f"{naive[0] / ours[0]:.1f}x"]
+                    row += [f"{naive[1] / max(ours[1], 0.1):.1f}x"]
                 else:
                     row += ["failed"] * 4
             print("| " + " | ".join(row) + " |", flush=True)

@@ -4,12 +4,12 @@
     python benchmarks/scale.py --device cuda --backbone resnet50 --image-size 224 --batch 1024 --chunk 64
 
 Part 1 runs each configuration in a forked child process and reports the step time (forward + ROADMAP loss +
-backward, after a small warm-up step; the best of ``--repeats``) and the peak memory of the step: ``ru_maxrss`` minus the RSS before the step
-on CPU, ``torch.cuda.max_memory_allocated`` on CUDA. Multistage backprop runs ``--batch`` images in chunks of
-``--chunk``; plain backprop runs ``--plain-batches`` in increasing order until one needs more memory than the
-multistage step (the budget; ``--budget-mb`` sets it explicitly): the last batch under the budget is "the largest
-batch that fits" in the memory multistage needs for ``--batch``. Plain backprop at ``--batch`` is measured too
-(``--no-plain-reference`` skips it), to show the memory multistage saves at equal batch.
+backward, after a small warm-up step; the best of ``--repeats``) and the peak memory of the step: ``ru_maxrss`` minus
+the RSS before the step on CPU, ``torch.cuda.max_memory_allocated`` on CUDA. Multistage backprop runs ``--batch``
+images in chunks of ``--chunk``; plain backprop runs ``--plain-batches`` in increasing order until one needs more
+memory than the multistage step (the budget; ``--budget-mb`` sets it explicitly): the last batch under the budget is
+"the largest batch that fits" in the memory multistage needs for ``--batch``. Plain backprop at ``--batch`` is
+measured too (``--no-plain-reference`` skips it), to show the memory multistage saves at equal batch.
 
 Part 2 (CPU, 2 processes, gloo) times a DDP training step with ``--ddp-batch`` images per rank with and without the
 gather of the retrieval set (``RetrievalModule(gather=...)``), as the best of ``--ddp-rounds`` interleaved rounds of

@@ -17,8 +17,8 @@ def metrics_table() -> str:
     rows = ["| metric | key | definition |", "|---|---|---|"]
     rows += [f"| {m.title} | `{m.key}` | {m.definition} |" for m in BINARY_METRICS]
     rows.append(
-        "| per-level metrics (hierarchical labels) | `map_level{h}`, … | every binary metric above with positive = same "
-        "label in column $h$, for each column $h$ |"
+        "| per-level metrics (hierarchical labels) | `map_level{h}`, … | every binary metric above with positive = "
+        "same label in column $h$, for each column $h$ |"
     )
     rows += [f"| {title} | `{key}` | {definition} |" for key, title, definition in HIERARCHICAL_METRICS]
     return "\n".join(rows)

@@ -99,10 +99,10 @@ def retrieval_metrics(
 
     Keys (python floats, means over the queries that have a positive):
 
-    * ``map``, ``map_at_r``, ``precision_at_1``, ``recall_at_{k}`` for each ``k`` in ``recall_at`` (the
-      deep-metric-learning Recall@k: a positive in the top ``k``, torchmetrics' ``RetrievalHitRate``, not its
-      ``RetrievalRecall``), ``r_precision``, ``mrr`` and ``ndcg_at_{k}`` for each ``k`` in ``ndcg_at`` (binary gains).
-      With ``[N, L]`` labels these use the finest level: positive = same label in column 0.
+    * every binary metric of :data:`~ranklit.functional.binary_metrics.BINARY_METRICS` (``map``, ``map_at_r``,
+      ``precision_at_1``, ``recall_at_{k}`` for each ``k`` in ``recall_at``, ...; a cut-off metric once per cut-off of
+      its option; ``list_metrics(keys=True)``; the table of [spec §1][spec-metrics] is generated from it). With
+      ``[N, L]`` labels these use the finest level: positive = same label in column 0.
     * with ``[N, L]`` labels, ``L > 1``: ``hap`` (H-AP, relevance exponent ``alpha``), ``asi``, ``ndcg`` (graded gains
       ``2^level - 1``, full list; positives: level >= 1), and every binary key with the suffix ``_level{h}`` for every
       column ``h`` (positive = same label in column ``h``; ``level0`` equals the top-level keys).
