@@ -239,7 +239,8 @@ class RetrievalDataModule(L.LightningDataModule):
         pin = self.pin_memory
         if pin is None:
             pin = self._device().type == "cuda"
-        options = {"num_workers": self.num_workers, "persistent_workers": self.num_workers > 0, "pin_memory": pin}
+        workers = self.num_workers
+        options: dict[str, Any] = {"num_workers": workers, "persistent_workers": workers > 0, "pin_memory": pin}
         transform = getattr(dataset, "transform", None)
         if isinstance(transform, CropFirst) and transform.encodable:
             transform.encode = self._decodes_on_device()

@@ -64,7 +64,7 @@ def _torchvision() -> Decoder | None:
 
 def _torchcodec() -> Decoder | None:
     try:
-        from torchcodec.decoders import decode_jpeg  # type: ignore[import-not-found]
+        from torchcodec.decoders import decode_jpeg
     except ImportError:
         return None
 

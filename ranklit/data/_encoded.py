@@ -18,7 +18,7 @@ open) takes the CPU path in the worker: the same pixels, the same one-line error
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,7 @@ class EncodedImages:
                              self.geometries)  # fmt: skip
 
 
-def collate(items: Sequence[Any]) -> Any:
+def collate(items: list[Any]) -> Any:
     """``default_collate``, where an ``"image"`` may be an :class:`EncodedImage`: the batch's ``image`` is then
     ``uint8`` ``[B, 3, H, W]`` with zeros in the encoded places and ``"encoded"`` their :class:`EncodedImages`.
 
