@@ -166,7 +166,7 @@ def test_a_jpeg_the_decoder_rejects_takes_the_cpu_route_or_raises_its_error(file
     encoded = batch["encoded"]
     gone = EncodedImages(encoded.positions, encoded.data, encoded.offsets, [encoded.paths[0], "/missing/odd.jpg"],
                          encoded.orientations, encoded.geometries)  # fmt: skip
-    with pytest.raises(FileNotFoundError, match="Image file not found: /missing/odd.jpg"):
+    with pytest.raises(FileNotFoundError, match=r"Image file not found: /missing/odd\.jpg"):
         decode_encoded(gone, batch["image"].clone())
 
 

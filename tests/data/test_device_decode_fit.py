@@ -21,10 +21,8 @@ from tests.data.test_decoding import _photo
 EPOCHS, BATCHES = 2, 3
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def jpeg_classes(folder: Path) -> Path:
     """4 classes of 4 JPEGs of about 60 x 45 (one EXIF-rotated, one PNG), for 32-px crops."""
-    folder = tmp_path_factory.mktemp("jpegs")
     exif = Image.Exif()
     exif[0x0112] = 6
     for c in range(4):
@@ -38,7 +36,14 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _fit(root: Path, folder: Path, on_device: bool, stop: _Stop, ckpt_path: str | None, seed: int) -> L.Trainer:
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return jpeg_classes(tmp_path_factory.mktemp("jpegs"))
+
+
+def fit(root: Path, folder: Path, on_device: bool, stop: _Stop, ckpt_path: str | None, seed: int,
+        accelerator: str = "cpu") -> L.Trainer:  # fmt: skip
+    """Two epochs of 3 batches of 2 x 2 from the folder ``root``, resumable (also ``tests/test_gpu.py``'s)."""
     L.seed_everything(seed)
     datamodule = RetrievalDataModule(
         ClassFolderDataset(root), ClassFolderDataset(root), image_size=32, resize_size=36, crop_size=32,
@@ -46,16 +51,16 @@ def _fit(root: Path, folder: Path, on_device: bool, stop: _Stop, ckpt_path: str 
     )  # fmt: skip
     model = RetrievalModule(EmbeddingNet("test_resnet", embedding_dim=8, pretrained=False), ROADMAPLoss())
     trainer = L.Trainer(
-        max_epochs=EPOCHS, accelerator="cpu", deterministic=True, logger=False, enable_progress_bar=False,
-        enable_model_summary=False, num_sanity_val_steps=0, use_distributed_sampler=False, default_root_dir=folder,
-        callbacks=[ResumableTraining(), FaultTolerance(folder), stop],
+        max_epochs=EPOCHS, accelerator=accelerator, devices=1, deterministic=True, logger=False,
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, use_distributed_sampler=False,
+        default_root_dir=folder, callbacks=[ResumableTraining(), FaultTolerance(folder), stop],
     )  # fmt: skip
     trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path)
     assert datamodule.train_dataset.transform.encode is on_device
     return trainer
 
 
-def _assert_same(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+def assert_same(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
     assert actual.keys() == expected.keys()
     for key, value in expected.items():
         torch.testing.assert_close(actual[key], value, rtol=0, atol=1e-6, msg=key)
@@ -64,15 +69,15 @@ def _assert_same(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tens
 @pytest.mark.slow
 def test_decoding_on_the_device_trains_the_same_weights_and_resumes_exactly(root: Path, tmp_path: Path) -> None:
     seen: list[list[int]] = []
-    workers = _state(_fit(root, tmp_path / "workers", False, _Stop(None, "", seen), None, seed=0))
+    workers = _state(fit(root, tmp_path / "workers", False, _Stop(None, "", seen), None, seed=0))
     reference_batches, seen = list(seen), []
-    device = _state(_fit(root, tmp_path / "device", True, _Stop(None, "", seen), None, seed=0))
+    device = _state(fit(root, tmp_path / "device", True, _Stop(None, "", seen), None, seed=0))
     assert seen == reference_batches
-    _assert_same(device, workers)  # the images are bit-identical below a megapixel: so are the weights
+    assert_same(device, workers)  # the images are bit-identical below a megapixel: so are the weights
     seen = []
     with pytest.raises(SystemExit):
-        _fit(root, tmp_path / "run", True, _Stop(4, "sigterm", seen), None, seed=0)
-    resumed = _fit(root, tmp_path / "run", True, _Stop(None, "", seen), str(tmp_path / "run" / "interrupted.ckpt"),
+        fit(root, tmp_path / "run", True, _Stop(4, "sigterm", seen), None, seed=0)
+    resumed = fit(root, tmp_path / "run", True, _Stop(None, "", seen), str(tmp_path / "run" / "interrupted.ckpt"),
                    seed=100)  # another global seed: restored  # fmt: skip
     assert resumed.global_step == EPOCHS * BATCHES and seen == reference_batches
-    _assert_same(_state(resumed), workers)
+    assert_same(_state(resumed), workers)
