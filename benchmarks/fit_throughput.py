@@ -21,6 +21,9 @@ training after a warm-up of ``--warmup`` steps, timed over ``--seconds`` (at lea
   loss and optimiser stepped in this process, the batch copied without blocking;
 - **network alone** (the ceiling, once): the same training step on a batch already on the device.
 
+Then the pixel tolerance of decoding on the device: on 64 of the JPEGs of each size, the device path's training crop
+against the CPU path's under the same seed (median and largest mean absolute difference per image).
+
 The ratios: ranklit's best over the network's, and ranklit's over plain at the same workers. Estimated time on the
 lent H200 (16 cores) at the defaults: 16 ``ranklit fit`` runs of ~15 s start-up + ~10 s warm-up and timing, 8 plain
 loaders of ~10 s, the generation ~20 s: about 8 minutes (``--sizes``/``--workers`` to run less). The dry run:
@@ -33,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,6 +180,28 @@ def plain_torchvision(root: Path, workers: int, size: dict[str, Any], device: to
     return _timed(forever(), step, size, device)
 
 
+def pixel_differences(root: Path, device: torch.device, files: int = 64) -> tuple[float, float]:
+    """Median and largest mean |difference| (of 255) per image between the device path's training crops and the CPU
+    path's (ranklit's workers), under the same seeds: nvJPEG and the device's resize against libjpeg-turbo, Pillow's
+    reduced decoding and the CPU's resize."""
+    from ranklit.data._crop_first import crop_first
+    from ranklit.data._device_decode import decode_encoded
+    from ranklit.data._encoded import collate
+    from ranklit.data.transforms import train_transform
+
+    cpu, on_device = crop_first(train_transform(224), on_device=True), crop_first(train_transform(224), on_device=True)
+    on_device.encode = True
+    differences = []
+    for seed, path in enumerate(sorted(root.rglob("*.jpg"))[:files]):
+        torch.manual_seed(seed)
+        expected = cpu.from_file(path)
+        torch.manual_seed(seed)
+        batch = collate([{"image": on_device.from_file(path), "label": torch.tensor(0)}])
+        image = decode_encoded(batch["encoded"], batch["image"].to(device))[0].cpu()
+        differences.append((image.float() - expected.float()).abs().mean().item())
+    return statistics.median(differences), max(differences)
+
+
 def _write_section(path: Path, section: str) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu import write_section
@@ -206,12 +232,13 @@ def main(argv: list[str] | None = None) -> str:
 
     ceiling = network_alone(size, device)
     print(f"network alone: {ceiling:.0f} images / s", flush=True)
-    rows = []
+    rows, pixels = [], []
     for text in size["sizes"]:
         width, height = (int(v) for v in text.split("x"))
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
             _write_jpegs(root, size["images"], 8, width, height)
+            pixels.append((text, *pixel_differences(root, device)))
             for workers in size["workers"]:
                 rates = [ranklit_fit(root, workers, size, False, cuda), ranklit_fit(root, workers, size, True, cuda),
                          plain_torchvision(root, workers, size, device)]  # fmt: skip
@@ -239,7 +266,10 @@ def main(argv: list[str] | None = None) -> str:
         f"torchvision {torchvision.__version__}; Python {platform.python_version()}; {time.strftime('%Y-%m-%d')}; "
         f"{size['net']}, batch {size['p'] * size['k']}, bf16-mixed, channels-last; network alone: **{ceiling:.0f} "
         f"images / s**; each figure after {size['warmup']} warm-up steps, over {size['seconds']} s.", "",
-        *table, "", *summary,
+        *table, "", *summary, "",
+        "Pixels of the device path against the CPU path's (training crops 224, the same seeds; mean |difference| per "
+        "image, of 255): " + "; ".join(f"{text}: median {median:.3f}, largest {largest:.3f}"
+                                       for text, median, largest in pixels) + ".",
     ])  # fmt: skip
     print("\n" + section, flush=True)
     results = args.results if args.results is not None else (None if args.dry_run else RESULTS)
