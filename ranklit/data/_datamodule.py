@@ -230,7 +230,7 @@ class RetrievalDataModule(L.LightningDataModule):
             **self._loader_options(data),
         )
 
-    def _device(self) -> torch.device:
+    def _trainers_device(self) -> torch.device:
         return self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
 
     def _loader_options(self, dataset: Dataset) -> dict[str, Any]:
@@ -238,7 +238,7 @@ class RetrievalDataModule(L.LightningDataModule):
         collation of encoded JPEGs where the device decodes them (:meth:`_decodes_on_device`)."""
         pin = self.pin_memory
         if pin is None:
-            pin = self._device().type == "cuda"
+            pin = self._trainers_device().type == "cuda"
         workers = self.num_workers
         options: dict[str, Any] = {"num_workers": workers, "persistent_workers": workers > 0, "pin_memory": pin}
         transform = getattr(dataset, "transform", None)
@@ -251,7 +251,7 @@ class RetrievalDataModule(L.LightningDataModule):
     def _decodes_on_device(self) -> bool:
         """``decode_on_device`` resolved for the trainer's device: ``"auto"`` on CUDA only, and only where a decoder
         there reads the probe JPEGs as Pillow does (``True`` without one warns and decodes in the workers)."""
-        device = self._device()
+        device = self._trainers_device()
         if self.decode_on_device is False or (self.decode_on_device == "auto" and device.type != "cuda"):
             return False
         if device_decoder(device) is None:
