@@ -205,6 +205,11 @@ def pixel_differences(root: Path, device: torch.device, files: int = 64) -> tupl
     return statistics.median(differences), max(differences)
 
 
+def _rate(value: float) -> str:
+    """images / s for the table: whole numbers, two decimals below 100 (the dry run's rates)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
 def _write_section(path: Path, section: str) -> None:
     from gpu import write_section
 
@@ -233,7 +238,7 @@ def main(argv: list[str] | None = None) -> str:
     from gpu import device_name
 
     ceiling = network_alone(size, device)
-    print(f"network alone: {ceiling:.0f} images / s", flush=True)
+    print(f"network alone: {_rate(ceiling)} images / s", flush=True)
     rows, pixels = [], []
     for text in size["sizes"]:
         width, height = (int(v) for v in text.split("x"))
@@ -245,13 +250,13 @@ def main(argv: list[str] | None = None) -> str:
                 rates = [ranklit_fit(root, workers, size, False, cuda), ranklit_fit(root, workers, size, True, cuda),
                          plain_torchvision(root, workers, size, device)]  # fmt: skip
                 rows.append((text, workers, *rates))
-                print(f"{text}, {workers} workers: " + ", ".join(f"{r:.0f}" for r in rates), flush=True)
+                print(f"{text}, {workers} workers: " + ", ".join(_rate(r) for r in rates), flush=True)
     table = ["| JPEG size | workers | ranklit fit (images / s) | ranklit fit, decoded on the device | plain "
              "torchvision | ranklit (best of both) / network alone | ranklit / plain |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for text, workers, cpu, on_device, plain in rows:
         best = max(cpu, on_device)
-        table.append(f"| {text.replace('x', ' × ')} | {workers} | {cpu:.0f} | {on_device:.0f} | {plain:.0f} | "
+        table.append(f"| {text.replace('x', ' × ')} | {workers} | {_rate(cpu)} | {_rate(on_device)} | {_rate(plain)} | "
                      f"{best / ceiling:.2f} | {best / plain:.2f} |")  # fmt: skip
     summary = []
     for text in size["sizes"]:
@@ -259,15 +264,16 @@ def main(argv: list[str] | None = None) -> str:
         best = max(mine, key=lambda r: max(r[2], r[3]))
         plain = max(mine, key=lambda r: r[4])
         rate = max(best[2], best[3])
-        summary.append(f"- {text}: ranklit's best {rate:.0f} images / s ({best[1]} workers) = {rate / ceiling:.2f}× "
-                       f"the network alone, {rate / plain[4]:.2f}× plain's best ({plain[4]:.0f}, {plain[1]} workers)")
+        summary.append(f"- {text}: ranklit's best {_rate(rate)} images / s ({best[1]} workers) = {rate / ceiling:.2f}× "
+                       f"the network alone, {rate / plain[4]:.2f}× plain's best ({_rate(plain[4])}, "
+                       f"{plain[1]} workers)")  # fmt: skip
     command = "python benchmarks/fit_throughput.py" + (" --dry-run" if args.dry_run else "")
     section = "\n".join([
         "## Training throughput: `ranklit fit` from JPEG files (benchmarks/fit_throughput.py)", "",
         f"Command: `{command}`. Device: **{device_name(device)}**, {os.cpu_count()} CPUs; torch {torch.__version__}, "
         f"torchvision {torchvision.__version__}; Python {platform.python_version()}; {time.strftime('%Y-%m-%d')}; "
         f"{size['net']}, batch {size['p'] * size['k']}, {size['precision']}, channels-last; network alone: "
-        f"**{ceiling:.0f} images / s**; each figure after {size['warmup']} warm-up steps, over {size['seconds']} s.",
+        f"**{_rate(ceiling)} images / s**; each figure after {size['warmup']} warm-up steps, over {size['seconds']} s.",
         "",
         *table, "", *summary, "",
         "Pixels of the device path against the CPU path's (training crops 224, the same seeds; mean |difference| per "

@@ -51,7 +51,7 @@ def test_fit_throughput_dry_run_runs_ranklit_fit_both_ways_and_writes_its_table(
     row = next(line for line in text.splitlines() if line.startswith("| 64 × 48 | 0 |"))
     cpu, on_device, plain, to_network, to_plain = (float(cell) for cell in row.split("|")[3:8])
     assert min(cpu, on_device, plain, to_network, to_plain) > 0
-    assert to_plain == pytest.approx(max(cpu, on_device) / plain, rel=0.1)  # of the rounded rates
+    assert to_plain == pytest.approx(max(cpu, on_device) / plain, rel=0.05)  # of the rounded rates
     assert "64x48: median 0.000, largest 0.000." in text  # bit-identical on the CPU
 
 
