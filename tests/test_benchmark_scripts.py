@@ -124,5 +124,6 @@ def test_loader_costs_benchmark_prints_every_step_and_the_bound(capsys: pytest.C
     loader_costs.main(["--size", "64x48", "--repeats", "1"])
     out = capsys.readouterr().out
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| ") and "ms / item" not in line]
-    assert len(rows) == 9 and all(float(row[2]) > 0 for row in rows), out
+    assert len(rows) == 11 and all(float(row[2]) > 0 for row in rows), out
+    assert "encode (bytes + box)" in out and "decode_on_device (bytes + boxes)" in out
     assert "torchvision (decode_rgb)" in out and "collation only, uint8" in out and "bound with a free crop" in out
