@@ -254,12 +254,14 @@ def device_name(device: torch.device) -> str:
     return f"CPU ({platform.machine()}, dry run)"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the text between the markers of this script in ``path`` (or append it, markers included)."""
+def write_section(path: Path, section: str, markers: tuple[str, str] = (START, END)) -> None:
+    """Replace the text between the ``markers`` (default: this script's) in ``path`` (or append it, markers
+    included)."""
     text = path.read_text() if path.exists() else "# Benchmark results\n"
-    block = f"{START}\n{section}\n{END}"
-    if START in text and END in text:
-        text = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    start, end = markers
+    block = f"{start}\n{section}\n{end}"
+    if start in text and end in text:
+        text = re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text)

@@ -12,11 +12,13 @@ The same 64 generated JPEGs as ``dataloading.py`` (quality 90). Rows, in ms per 
   calls: on an RGB image, the decode and a copy), torchvision's decode as ranklit runs it
   (``ranklit.data._tensor_jpeg.decode_rgb``: the file read included);
 - **item** rows: the plain pipeline's loader and transform, and ranklit's ``CropFirst.from_file`` seeded as its
-  sampler seeds every item;
+  sampler seeds every item, decoding, and with ``encode`` (``data.decode_on_device``: the file read, its header and
+  the draws; the decode is the device's);
 - **loader** rows, wall time in a ``DataLoader`` with one worker: plain, ranklit (``uint8`` batches, normalised on
   the device afterwards), and **collation only**, a dataset that returns one ready image ``[3, 224, 224]`` with its
   label and index, ``float32`` (plain's batches) or ``uint8`` (ranklit's): the cost of collating a batch in the
-  worker's shared memory and passing it to the main process.
+  worker's shared memory and passing it to the main process; and ranklit with ``decode_on_device`` (the batches of
+  JPEG bytes and crop boxes the device would decode: the workers' share and the hand-over of the bytes).
 
 The last line is the bound it gives: plain's loader time over (torchvision's decode + ``uint8`` collation), the ratio
 ranklit would reach if cropping and resizing cost nothing. Run it on idle cores.
@@ -30,6 +32,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from dataloading import BATCH, _plain, _ranklit, _rate, _write_jpegs
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
+from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule
 from ranklit.data._crop_first import crop_first
 from ranklit.data._tensor_jpeg import decode_rgb
 from ranklit.data.transforms import train_transform
@@ -54,6 +58,14 @@ class _Ready(Dataset):
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         return {"image": self.image.clone(), "label": torch.tensor(index % 8), "index": index}
+
+
+def _encoding(root: Path) -> DataLoader:
+    """ranklit's training loader with ``decode_on_device: true`` on the CPU: its batches hold the JPEG bytes."""
+    dataset = ClassFolderDataset(root)
+    module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=1,
+                                 decode_on_device=True)  # fmt: skip
+    return module.train_dataloader()
 
 
 def _cpu_ms(step: Callable[[int], Any], items: int, repeats: int) -> float:
@@ -81,9 +93,12 @@ def main(argv: list[str] | None = None) -> None:
         plain = _plain(root, 0).dataset
         ranklit = crop_first(train_transform(224), on_device=True)  # as RetrievalDataModule sets it: uint8 crops
 
-        def seeded(i: int) -> torch.Tensor:
+        encoding = crop_first(train_transform(224), on_device=True)
+        encoding.encode = True
+
+        def seeded(i: int, transform: Any = ranklit) -> Any:
             torch.default_generator.manual_seed(i)
-            return ranklit.from_file(files[i])
+            return transform.from_file(files[i])
 
         steps: dict[str, Callable[[int], Any]] = {
             "decode: Pillow, Image.open().load()": lambda i: Image.open(files[i]).load(),
@@ -91,12 +106,14 @@ def main(argv: list[str] | None = None) -> None:
             "decode: torchvision (decode_rgb)": lambda i: decode_rgb(files[i]),
             "item: plain torchvision (loader + transform)": lambda i: plain[i],
             "item: ranklit CropFirst.from_file (uint8 crop)": seeded,
+            "item: ranklit CropFirst.from_file, encode (bytes + box)": partial(seeded, transform=encoding),
         }
         for name, step in steps.items():
             rows.append((name, _cpu_ms(step, len(files), args.repeats)))
         loaders = {
             "loader, 1 worker, wall: plain torchvision": _plain(root, 1),
             "loader, 1 worker, wall: ranklit": _ranklit(root, 1),
+            "loader, 1 worker, wall: ranklit, decode_on_device (bytes + boxes)": _encoding(root),
             "loader, 1 worker, wall: collation only, float32": DataLoader(
                 _Ready(BATCH), batch_size=BATCH, num_workers=1, persistent_workers=True
             ),

@@ -35,6 +35,26 @@ def test_gpu_benchmark_dry_run_writes_every_table_naming_the_device(tmp_path: Pa
     assert timings and all(float(cell) > 0 for cell in timings)
 
 
+@pytest.mark.slow
+def test_fit_throughput_dry_run_runs_ranklit_fit_both_ways_and_writes_its_table(tmp_path: Path) -> None:
+    """The real ``ranklit fit`` twice (decoding in the workers, on the device), plain torchvision, the network alone;
+    on the CPU the device path's pixels are the CPU path's (64 x 48 JPEGs: no reduced decoding)."""
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n")
+    command = [sys.executable, "benchmarks/fit_throughput.py", "--dry-run", "--sizes", "64x48", "--workers", "0",
+               "--results", str(results)]  # fmt: skip
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\n## Losses\n\nearlier figures\n")
+    assert text.count("benchmarks/fit_throughput.py: start") == 1 and "Device: **CPU (" in text
+    row = next(line for line in text.splitlines() if line.startswith("| 64 × 48 | 0 |"))
+    cpu, on_device, plain, to_network, to_plain = (float(cell) for cell in row.split("|")[3:8])
+    assert min(cpu, on_device, plain, to_network, to_plain) > 0
+    assert to_plain == pytest.approx(max(cpu, on_device) / plain, rel=0.05)  # of the rounded rates
+    assert "64x48: median 0.000, largest 0.000." in text  # bit-identical on the CPU
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA, the command runs the whole GPU benchmark")
 def test_gpu_benchmark_without_cuda_and_without_dry_run_says_what_to_do() -> None:
     run = subprocess.run([sys.executable, "benchmarks/gpu.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -104,5 +124,6 @@ def test_loader_costs_benchmark_prints_every_step_and_the_bound(capsys: pytest.C
     loader_costs.main(["--size", "64x48", "--repeats", "1"])
     out = capsys.readouterr().out
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| ") and "ms / item" not in line]
-    assert len(rows) == 9 and all(float(row[2]) > 0 for row in rows), out
+    assert len(rows) == 11 and all(float(row[2]) > 0 for row in rows), out
+    assert "encode (bytes + box)" in out and "decode_on_device (bytes + boxes)" in out
     assert "torchvision (decode_rgb)" in out and "collation only, uint8" in out and "bound with a free crop" in out

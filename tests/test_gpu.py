@@ -167,3 +167,61 @@ def test_resume_states_carry_the_cuda_generator() -> None:
     first = torch.rand(3, device=CUDA)
     set_random_states(states)
     torch.testing.assert_close(torch.rand(3, device=CUDA), first)
+
+
+GPU_DECODE_TOLERANCE = 1.5  # mean |difference| of 255 from the CPU path: a bound to confirm, NOT yet measured on a GPU
+
+
+def test_decoding_on_the_gpu_is_within_tolerance_of_the_cpu_path(tmp_path) -> None:
+    """nvJPEG (IDCT, chroma upsampling) and the float resize on CUDA against the CPU path, on every chroma layout,
+    progressive, grayscale, EXIF-rotated JPEGs and a PNG and a CMYK JPEG among them (those decoded by the CPU path in
+    the worker)."""
+    from PIL import Image
+
+    from ranklit.data._crop_first import crop_first
+    from ranklit.data._device_decode import decode_encoded, device_decoder
+    from ranklit.data._encoded import collate
+    from ranklit.data.transforms import test_transform, train_transform
+    from tests.data.test_decoding import _photo
+
+    assert device_decoder(CUDA) is not None  # nvJPEG reads the probes as Pillow does within PROBE_TOLERANCE["cuda"]
+    photo, exif = Image.fromarray(_photo(640, 480)), Image.Exif()
+    exif[0x0112] = 6
+    for name, options in {"420": {"subsampling": 2}, "422": {"subsampling": 1}, "444": {"subsampling": 0},
+                          "progressive": {"progressive": True}, "rotated": {"exif": exif}}.items():  # fmt: skip
+        photo.save(tmp_path / f"{name}.jpg", quality=90, **options)
+    photo.convert("L").save(tmp_path / "gray.jpg", quality=90)
+    photo.convert("CMYK").save(tmp_path / "cmyk.jpg", quality=90)
+    photo.save(tmp_path / "png.png")
+    Image.fromarray(_photo(1600, 1200)).save(tmp_path / "big.jpg", quality=90)  # the CPU path reduces it
+    for transform in (train_transform(224), test_transform(256, 224)):
+        cpu, device = crop_first(transform, on_device=True), crop_first(transform, on_device=True)
+        device.encode = True
+        items, expected = [], []
+        for seed, path in enumerate(sorted(tmp_path.iterdir())):
+            torch.manual_seed(seed)
+            expected.append(cpu.from_file(path))
+            torch.manual_seed(seed)
+            items.append({"image": device.from_file(path), "label": torch.tensor(0)})
+        batch = collate(items)
+        images = decode_encoded(batch["encoded"].pin_memory(), batch["image"].to(CUDA)).cpu()
+        differences = {path.name: round((image.float() - want.float()).abs().mean().item(), 3)
+                       for path, image, want in zip(sorted(tmp_path.iterdir()), images, expected, strict=True)}
+        assert max(differences.values()) <= GPU_DECODE_TOLERANCE, differences  # (benchmarks/fit_throughput.py
+        # measures them on its JPEGs)
+
+
+def test_decoding_on_the_gpu_resumes_exactly(tmp_path) -> None:
+    from tests.callbacks.test_resume_e2e import _state, _Stop
+    from tests.data.test_device_decode_fit import BATCHES, EPOCHS, assert_same, fit, jpeg_classes
+
+    root = jpeg_classes(tmp_path / "jpegs")
+    seen: list[list[int]] = []
+    expected = _state(fit(root, tmp_path / "reference", True, _Stop(None, "", seen), None, 0, accelerator="gpu"))
+    reference, seen = list(seen), []
+    with pytest.raises(SystemExit):
+        fit(root, tmp_path / "run", True, _Stop(4, "sigterm", seen), None, 0, accelerator="gpu")
+    resumed = fit(root, tmp_path / "run", True, _Stop(None, "", seen), str(tmp_path / "run" / "interrupted.ckpt"), 100,
+                  accelerator="gpu")  # fmt: skip
+    assert resumed.global_step == EPOCHS * BATCHES and seen == reference
+    assert_same(_state(resumed), expected)

@@ -29,6 +29,11 @@ its scaling and normalisation and returns the ``uint8`` crop: a quarter of the b
 to hand to the main process and to copy to the GPU; :func:`normalise_on_device` then scales and normalises the batch
 with the same torchvision functions, on the device (``RetrievalDataModule.on_after_batch_transfer``), so the values
 are those of the full transform.
+
+With ``encode`` set (``data.decode_on_device``: :class:`ranklit.data.RetrievalDataModule` sets it on a transform with
+``on_device``), :meth:`CropFirst.from_file` draws the same box and flip from the header and hands over the JPEG's
+bytes with them instead of decoding (:mod:`ranklit.data._encoded`); the device decodes, crops, resizes and flips
+(:mod:`ranklit.data._device_decode`). A file the device decoder does not take is decoded here as above.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from torchvision import tv_tensors
 from torchvision.transforms import InterpolationMode, RandomResizedCrop, v2
 from torchvision.transforms.v2 import functional as F
 
+from ranklit.data._encoded import EncodedImage, Geometry, read_encoded
 from ranklit.data._kernels import kernels
 from ranklit.data.decoding import _decode, _largest_reduction
 
@@ -66,6 +72,8 @@ class CropFirst(nn.Module):
     :class:`ranklit.data.ImageRetrievalDataset` calls with the file's path (see the module docstring).
     """
 
+    encode = False  # from_file hands over the JPEG's bytes and the crop drawn for it (module docstring)
+
     def __init__(self, transform: v2.Compose, on_device: bool = False) -> None:
         super().__init__()
         modules = list(transform.transforms)
@@ -80,13 +88,25 @@ class CropFirst(nn.Module):
         if isinstance(self.crop, v2.RandomResizedCrop):  # a training crop of the full image: this resize, the rest
             first = v2.Resize(self.crop.size, interpolation=self.crop.interpolation, antialias=self.crop.antialias)
         self.full_tail = kernels([first, *rest])
+        flips = [module.p for module in rest if type(module) is v2.RandomHorizontalFlip]
+        self.flip_p: float | None = flips[0] if flips else None
+        self.centre: tuple[int, int] | None = None
+        if isinstance(modules[2], v2.CenterCrop):
+            self.centre = (modules[2].size[0], modules[2].size[-1])
+        # the device can take over when nothing but the flip, the centre crop and the uint8 tensor follow the crop
+        self.encodable = all(type(module) in _ENCODABLE_TAIL for module in rest)
 
     def forward(self, image: Any) -> Any:
         return self.transform(image)
 
-    def from_file(self, path: str | Path) -> Tensor:
+    def from_file(self, path: str | Path) -> Tensor | EncodedImage:
         """The transform of the image at ``path``, decoded at the largest reduction its crop allows (from
-        :data:`REDUCE_FROM` pixels on)."""
+        :data:`REDUCE_FROM` pixels on); with ``encode``, the file's JPEG bytes and the crop drawn for it where the
+        device decoder takes the file."""
+        if self.encode:
+            encoded = read_encoded(path, self._geometry)
+            if encoded is not None:
+                return encoded
         plan: list[tuple[_Box, tuple[int, int]]] = []
 
         def reduction(width: int, height: int) -> int:
@@ -108,6 +128,13 @@ class CropFirst(nn.Module):
             return self.full_tail(image[:, top:bottom, left:right])  # a view of the tensor torchvision decoded
         return self.full_tail(F.pil_to_tensor(image) if isinstance(image, Image.Image) else image)
 
+    def _geometry(self, width: int, height: int) -> Geometry:
+        """The box and output size :meth:`from_file` draws, then the flip's draw (``_kernels._flip``'s)."""
+        (left, top, right, bottom), (out_width, out_height) = self._box(width, height)
+        flip = self.flip_p is not None and bool(torch.rand(1) < self.flip_p)
+        box = (int(left), int(top), int(right), int(bottom))
+        return Geometry(box, (out_height, out_width), self.centre, flip, self.crop.interpolation)
+
     def _box(self, width: int, height: int) -> tuple[_Box, tuple[int, int]]:
         """The box the crop (or the resize) maps to its output, and that output's ``(width, height)``."""
         if isinstance(self.crop, v2.RandomResizedCrop):
@@ -120,6 +147,7 @@ class CropFirst(nn.Module):
 
 
 _NORMALISATION = (v2.ToDtype, v2.Normalize, v2.ToPureTensor)  # the end of ranklit's transforms
+_ENCODABLE_TAIL = (v2.RandomHorizontalFlip, v2.CenterCrop, v2.ToPureTensor)
 
 
 def _normalises(modules: list[nn.Module]) -> bool:

@@ -20,7 +20,9 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
-from ranklit.data._crop_first import crop_first, normalise_on_device
+from ranklit.data._crop_first import CropFirst, crop_first, normalise_on_device
+from ranklit.data._device_decode import decode_encoded, device_decoder
+from ranklit.data._encoded import EncodedImages, collate
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
@@ -74,7 +76,9 @@ class RetrievalDataModule(L.LightningDataModule):
     **Decoding**: with ranklit's transforms, a JPEG of 1 megapixel or more is decoded at the largest reduction (1/2,
     1/4, 1/8) that keeps the crop drawn for it at least the output size, a smaller one at full size by torchvision
     (the crop is drawn from the file's header first, with the same random draws; the GPU docs page, "The data
-    path"). An image that cannot be decoded stops the run naming its
+    path"). With ``decode_on_device``, the loader workers draw the crops the same way but hand over the JPEG files'
+    bytes, and the decoding, crop, resize and flip run on the device (:meth:`on_after_batch_transfer`; the GPU docs
+    page, "Decoding on the device"). An image that cannot be decoded stops the run naming its
     path (after the fault-tolerance checkpoint), or with ``on_bad_image="skip"``, in the training set, is replaced by
     the next image of its class and named in a warning (``ranklit data check`` finds such files beforehand). An
     evaluation image (validation, test, gallery; what ``predict`` embeds) is never replaced: a copy of a class mate in
@@ -102,6 +106,10 @@ class RetrievalDataModule(L.LightningDataModule):
             :meth:`on_after_batch_transfer` (see **Transforms**); ``False``: normalised ``float32`` images from the
             loader (e.g. for loops without a ``Trainer``).
         on_bad_image: ``"stop"`` or ``"skip"`` a training image that cannot be decoded (see **Decoding**).
+        decode_on_device: ``False`` (the default): JPEGs decoded in the loader workers; ``"auto"``: on the device when
+            the trainer runs on CUDA and a decoder there reads the probe JPEGs as Pillow does; ``True``: on the
+            trainer's device whatever it is (the CPU too: slower than in the workers, for tests). Needs
+            ``normalize_on_device`` and ranklit's transforms (a dataset's own transform decodes in the workers).
 
     Example:
         >>> from functools import partial
@@ -133,6 +141,7 @@ class RetrievalDataModule(L.LightningDataModule):
         on_bad_image: Literal["stop", "skip"] = "stop",
         pin_memory: bool | None = None,
         normalize_on_device: bool = True,
+        decode_on_device: bool | Literal["auto"] = False,
     ) -> None:
         super().__init__()
         self.train_dataset, self.val_dataset = train_dataset, val_dataset
@@ -146,6 +155,12 @@ class RetrievalDataModule(L.LightningDataModule):
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
         if on_bad_image not in ("stop", "skip"):
             raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
+        if decode_on_device not in (False, True, "auto"):
+            raise ValueError(f"`data.decode_on_device` must be false, true or 'auto', got {decode_on_device!r}.")
+        if decode_on_device is True and not normalize_on_device:
+            raise ValueError("`data.decode_on_device: true` needs `data.normalize_on_device: true` (the device "
+                             "decodes to uint8 crops, normalised there): set one of them differently.")  # fmt: skip
+        self.decode_on_device = decode_on_device if normalize_on_device else False
         parts = [(train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation)]
         for dataset, transform in [*parts, (gallery_dataset, evaluation)]:
             if dataset is None:
@@ -163,6 +178,10 @@ class RetrievalDataModule(L.LightningDataModule):
         ``on_after_batch_transfer``, if it has one (e.g. GPU augmentations): Lightning calls only the datamodule's
         when both define it, so this one calls the module's, which gets the normalised images it got before."""
         image = batch.get("image") if isinstance(batch, dict) else None
+        encoded = batch.get("encoded") if isinstance(batch, dict) else None
+        if isinstance(image, Tensor) and isinstance(encoded, EncodedImages):  # decoding on the device
+            batch = {key: value for key, value in batch.items() if key != "encoded"}
+            image = batch["image"] = decode_encoded(encoded, image)
         if isinstance(image, Tensor) and image.dtype == torch.uint8:
             batch = {**batch, "image": normalise_on_device(image, self.mean, self.std)}
         module = self.trainer.lightning_module if self.trainer is not None else None
@@ -208,15 +227,39 @@ class RetrievalDataModule(L.LightningDataModule):
         return DataLoader(
             data,
             batch_sampler=self._train_batch_sampler(),
-            **self._loader_options(),
+            **self._loader_options(data),
         )
 
-    def _loader_options(self) -> dict[str, Any]:
-        """Workers (persistent), and pinned memory when asked or, by default, when training on a CUDA device."""
+    def _trainers_device(self) -> torch.device:
+        return self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
+
+    def _loader_options(self, dataset: Dataset) -> dict[str, Any]:
+        """Workers (persistent), pinned memory when asked or, by default, when training on a CUDA device, and the
+        collation of encoded JPEGs where the device decodes them (:meth:`_decodes_on_device`)."""
         pin = self.pin_memory
         if pin is None:
-            pin = self.trainer is not None and self.trainer.strategy.root_device.type == "cuda"
-        return {"num_workers": self.num_workers, "persistent_workers": self.num_workers > 0, "pin_memory": pin}
+            pin = self._trainers_device().type == "cuda"
+        workers = self.num_workers
+        options: dict[str, Any] = {"num_workers": workers, "persistent_workers": workers > 0, "pin_memory": pin}
+        transform = getattr(dataset, "transform", None)
+        if isinstance(transform, CropFirst) and transform.encodable:
+            transform.encode = self._decodes_on_device()
+            if transform.encode:
+                options["collate_fn"] = collate
+        return options
+
+    def _decodes_on_device(self) -> bool:
+        """``decode_on_device`` resolved for the trainer's device: ``"auto"`` on CUDA only, and only where a decoder
+        there reads the probe JPEGs as Pillow does (``True`` without one warns and decodes in the workers)."""
+        device = self._trainers_device()
+        if self.decode_on_device is False or (self.decode_on_device == "auto" and device.type != "cuda"):
+            return False
+        if device_decoder(device) is None:
+            if self.decode_on_device is True:
+                warnings.warn(f"`data.decode_on_device`: no JPEG decoder on {device} decodes as Pillow does (none "
+                              "installed, or it disagrees): the loader workers decode.", stacklevel=2)  # fmt: skip
+            return False
+        return True
 
     def _eval_loaders(self, name: str, purpose: str) -> DataLoader | list[DataLoader]:
         if name == "test_dataset" and self.test_dataset is None and self.val_dataset is not None:
@@ -233,7 +276,7 @@ class RetrievalDataModule(L.LightningDataModule):
             sampler=_evaluation_shard(dataset),
             shuffle=False,
             drop_last=False,
-            **self._loader_options(),
+            **self._loader_options(dataset),
         )
 
     @override
