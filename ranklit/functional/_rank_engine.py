@@ -1,6 +1,6 @@
 """Which engine computes the smooth-rank sums of SupAP, Smooth-AP and the H-AP surrogate: torch or Triton.
 
-One contract, two engines ([spec §2][spec-losses], "Engines"). The **torch** engine builds the ``[chunk, P, N]``
+One contract, two engines ([spec §2][spec-engines]). The **torch** engine builds the ``[chunk, P, N]``
 differences chunk of queries by chunk of queries (:func:`ranklit.functional.ranking.map_query_chunks`); the
 **triton** engine (:mod:`ranklit.functional._rank_sums`) computes the same sums tile by tile in registers, forward and
 backward, and never writes the differences. ``engine="auto"`` (every loss's default) picks:
@@ -12,7 +12,8 @@ backward, and never writes the differences. ``engine="auto"`` (every loss's defa
 
 ``engine="triton"`` forces the kernels and raises ``ValueError`` where they cannot run (Triton missing, float16 or
 bfloat16 scores, too many levels, CPU tensors without Triton's interpreter). With ``TRITON_INTERPRET=1`` set before
-Triton is imported, the interpreter runs them on CPU tensors, slowly: what the CPU tests do. ``engine="torch"`` forces the torch engine. :func:`smooth_rank_engine` says which engine a call would use.
+Triton is imported, the interpreter runs them on CPU tensors, slowly: what the CPU tests do. ``engine="torch"``
+forces the torch engine. :func:`smooth_rank_engine` says which engine a call would use.
 """
 
 from __future__ import annotations

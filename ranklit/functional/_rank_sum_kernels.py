@@ -43,10 +43,14 @@ def rank_sum_kernels() -> SimpleNamespace:
     import triton.language
 
     namespace = {"tl": triton.language}
+    interpreting = triton.knobs.runtime.interpret
     for fn in (_items, _steps, _forward, _backward):  # helpers first: a kernel's copy finds them in the namespace
         copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
         copy.__annotations__, copy.__module__, copy.__qualname__ = fn.__annotations__, fn.__module__, fn.__name__
-        namespace[fn.__name__] = triton.jit(copy)
+        helper = fn in (_items, _steps)
+        # the interpreter runs a kernel as Python: its helpers run as plain functions (a jitted helper would re-patch
+        # triton.language at every call, 10x slower); compiled kernels need jitted helpers
+        namespace[fn.__name__] = copy if helper and interpreting else triton.jit(copy)
     return SimpleNamespace(forward=namespace["_forward"], backward=namespace["_backward"])
 
 

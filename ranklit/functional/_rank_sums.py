@@ -95,7 +95,7 @@ class _RankSums(torch.autograd.Function):
     recomputes each tile."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps
     ) -> tuple[Tensor, Tensor]:
         num_queries, num_ranked = idx.shape

@@ -65,7 +65,7 @@ class SupAPOptions:
             1.0; [spec §6][spec-released-code]).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5: the paper and the released configs; on iNaturalist 0).
         engine: ``"auto"`` (Triton kernels on CUDA tensors when Triton imports, else torch), ``"torch"`` or
-            ``"triton"`` (:func:`~ranklit.functional.smooth_rank_engine`; [spec §2][spec-losses], "Engines").
+            ``"triton"`` (:func:`~ranklit.functional.smooth_rank_engine`; [spec §2][spec-engines]).
 
     Example:
         >>> SupAPOptions(offset=1.44, start=0).start
