@@ -73,9 +73,9 @@ def smooth_rank_engine(scores: Tensor, engine: str = "auto", num_levels: int = 1
     check_engine(engine)
     if engine == "torch":
         return "torch"
+    if engine == "auto":  # CPU tensors: torch, without importing Triton
+        return "triton" if scores.device.type == "cuda" and _kernel_problem(scores, num_levels) is None else "torch"
     problem = _kernel_problem(scores, num_levels)
-    if engine == "auto":
-        return "triton" if scores.device.type == "cuda" and problem is None else "torch"
     if problem is not None:
         raise UserError(f"engine='triton' cannot run here: {problem}; use engine='auto' or 'torch'.")
     return "triton"

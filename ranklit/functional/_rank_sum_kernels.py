@@ -54,9 +54,9 @@ def rank_sum_kernels() -> SimpleNamespace:
     return SimpleNamespace(forward=namespace["_forward"], backward=namespace["_backward"])
 
 
-def _items(s_ptr, s_q, s_n, code_ptr, w_ptr, q, cols, ok, N, HAS_WEIGHTS: tl.constexpr):
-    """Scores, codes and weights of the columns ``cols`` of row ``q`` (where ``ok``)."""
-    s = tl.load(s_ptr + q * s_q + cols * s_n, mask=ok, other=0.0)
+def _items(s_ptr, code_ptr, w_ptr, q, cols, ok, N, HAS_WEIGHTS: tl.constexpr):
+    """Scores, codes and weights of the columns ``cols`` of row ``q`` (where ``ok``; every ``[Q, N]`` contiguous)."""
+    s = tl.load(s_ptr + q * N + cols, mask=ok, other=0.0)
     level = tl.load(code_ptr + q * N + cols, mask=ok, other=-1)
     if HAS_WEIGHTS:
         w = tl.load(w_ptr + q * N + cols, mask=ok, other=0.0)
@@ -96,7 +96,7 @@ def _steps(d, l_k, l_j, par_ptr, STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, 
     return rank_step, hrank_step
 
 def _forward(
-    s_ptr, s_q, s_n, code_ptr, w_ptr, idx_ptr, par_ptr, rank_ptr, hrank_ptr, N, P,
+    s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, rank_ptr, hrank_ptr, N, P,
     STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, HAS_WEIGHTS: tl.constexpr,
     BP: tl.constexpr, BN: tl.constexpr,
 ):  # fmt: skip
@@ -104,12 +104,12 @@ def _forward(
     offs_k = tl.program_id(1) * BP + tl.arange(0, BP)
     idx = tl.load(idx_ptr + q * P + offs_k, mask=offs_k < P, other=-1)
     ranked = idx >= 0
-    s_k, l_k, w_k = _items(s_ptr, s_q, s_n, code_ptr, w_ptr, q, idx, ranked, N, HAS_WEIGHTS)
+    s_k, l_k, w_k = _items(s_ptr, code_ptr, w_ptr, q, idx, ranked, N, HAS_WEIGHTS)
     rank = tl.zeros([BP], dtype=s_k.dtype)
     hrank = tl.zeros([BP], dtype=s_k.dtype)
     for j0 in range(0, N, BN):
         offs_j = j0 + tl.arange(0, BN)
-        s_j, l_j, w_j = _items(s_ptr, s_q, s_n, code_ptr, w_ptr, q, offs_j, offs_j < N, N, HAS_WEIGHTS)
+        s_j, l_j, w_j = _items(s_ptr, code_ptr, w_ptr, q, offs_j, offs_j < N, N, HAS_WEIGHTS)
         d = s_j[None, :] - s_k[:, None]
         rank_step, hrank_step = _steps(d, l_k[:, None], l_j[None, :], par_ptr, STEPS, WITH_HRANK, False)
         counted = (l_j[None, :] >= 0) & (offs_j[None, :] != idx[:, None])
@@ -120,20 +120,20 @@ def _forward(
     tl.store(hrank_ptr + q * P + offs_k, w_k + hrank, mask=ranked)
 
 def _backward(
-    s_ptr, s_q, s_n, code_ptr, w_ptr, idx_ptr, par_ptr, g_rank_ptr, g_hrank_ptr, grad_ptr, rows_ptr, N, P,
+    s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, g_rank_ptr, g_hrank_ptr, grad_ptr, rows_ptr, N, P,
     STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, HAS_WEIGHTS: tl.constexpr,
     BP: tl.constexpr, BN: tl.constexpr,
 ):  # fmt: skip
     q = tl.program_id(0).to(tl.int64)
     offs_j = tl.program_id(1) * BN + tl.arange(0, BN)
     in_row = offs_j < N
-    s_j, l_j, w_j = _items(s_ptr, s_q, s_n, code_ptr, w_ptr, q, offs_j, in_row, N, HAS_WEIGHTS)
+    s_j, l_j, w_j = _items(s_ptr, code_ptr, w_ptr, q, offs_j, in_row, N, HAS_WEIGHTS)
     column = tl.zeros([BN], dtype=s_j.dtype)
     for k0 in range(0, P, BP):
         offs_k = k0 + tl.arange(0, BP)
         idx = tl.load(idx_ptr + q * P + offs_k, mask=offs_k < P, other=-1)
         ranked = idx >= 0
-        s_k, l_k, w_k = _items(s_ptr, s_q, s_n, code_ptr, w_ptr, q, idx, ranked, N, HAS_WEIGHTS)
+        s_k, l_k, w_k = _items(s_ptr, code_ptr, w_ptr, q, idx, ranked, N, HAS_WEIGHTS)
         g_rank = tl.load(g_rank_ptr + q * P + offs_k, mask=ranked, other=0.0)
         g_hrank = tl.load(g_hrank_ptr + q * P + offs_k, mask=ranked, other=0.0)
         d = s_j[None, :] - s_k[:, None]

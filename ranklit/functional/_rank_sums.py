@@ -69,7 +69,8 @@ def rank_sums(
     """``(rank, hrank)``, both ``[Q, P]`` (1 and 0 at padding), differentiable with respect to ``scores``.
 
     Args:
-        scores: ``[Q, N]`` float32 or float64 scores (any strides; CUDA, or CPU for Triton's interpreter).
+        scores: ``[Q, N]`` float32 or float64 scores (CUDA, or CPU for Triton's interpreter; a non-contiguous
+            matrix is copied first: the kernels' offsets assume unit column strides).
         codes: ``[Q, N]`` integer level of each item, ``-1`` where it is not in the query's ranking.
         weights: ``[Q, N]`` relevances in the scores' dtype (H-AP), or ``None``: ``w_j = [level_j >= 1]``.
         index: ``[Q, P]`` columns of the ranked items (:func:`ranklit.functional.ranking.select_columns`).
@@ -79,7 +80,7 @@ def rank_sums(
     idx = torch.where(ranked, index, torch.full_like(index, -1)).to(torch.int32).contiguous()
     codes = codes.to(torch.int8).contiguous()
     weights = None if weights is None else weights.to(scores.dtype).contiguous()
-    output: tuple[Tensor, Tensor] = _uncompiled_apply()(scores, codes, weights, idx, steps)
+    output: tuple[Tensor, Tensor] = _uncompiled_apply()(scores.contiguous(), codes, weights, idx, steps)
     return output
 
 
@@ -106,7 +107,7 @@ class _RankSums(torch.autograd.Function):
         kernels = rank_sum_kernels()
         grid = (num_queries, triton_cdiv(num_ranked, options["BP"]))
         if num_queries and num_ranked:
-            kernels.forward[grid](scores, *scores.stride(), codes, _or(weights, scores), idx, params, rank, hrank,
+            kernels.forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
                                   scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None, **options)  # fmt: skip
         ctx.save_for_backward(scores, codes, weights, idx, params)
         ctx.steps = steps
@@ -125,7 +126,7 @@ class _RankSums(torch.autograd.Function):
         kernels = rank_sum_kernels()
         grid = (num_queries, triton_cdiv(scores.shape[1], options["BN"]))
         if num_queries and num_ranked and scores.shape[1]:
-            kernels.backward[grid](scores, *scores.stride(), codes, _or(weights, scores), idx, params, g_rank,
+            kernels.backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
                                    g_hrank, grad, rows, scores.shape[1], num_ranked,
                                    HAS_WEIGHTS=weights is not None, **options)  # fmt: skip
         grad.scatter_add_(1, idx.clamp(min=0).long(), -rows)  # rows is 0 at padding

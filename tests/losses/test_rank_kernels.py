@@ -9,7 +9,11 @@ engines agree to round-off; ``tests/test_gpu.py`` checks float32 on the device a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -31,6 +35,7 @@ def _kernel_device() -> str | None:
     return "cpu" if engines._interpreting() else None
 
 
+ROOT = Path(__file__).resolve().parents[2]
 DEVICE = _kernel_device()
 needs_kernels = pytest.mark.skipif(DEVICE is None, reason="needs Triton (compiled on CUDA, or TRITON_INTERPRET=1)")
 
@@ -161,3 +166,36 @@ def test_compiled_kernels_refuse_cpu_tensors(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(engines, "_interpreting", lambda: False)
     with pytest.raises(ValueError, match="need CUDA tensors"):
         smooth_rank_engine(torch.zeros(2, 3), "triton")
+
+
+_COMPILE = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from ranklit.functional._rank_sum_kernels import rank_sum_kernels
+
+kernels = rank_sum_kernels()
+pointers = {"forward": ["s", "code", "w", "idx", "par", "rank", "hrank"],
+            "backward": ["s", "code", "w", "idx", "par", "g_rank", "g_hrank", "grad", "rows"]}
+for name, names in pointers.items():
+    signature = {f"{n}_ptr": "*i8" if n == "code" else "*i32" if n == "idx" else "*fp32" for n in names}
+    flags = ["STEPS", "WITH_HRANK", "HAS_WEIGHTS", "BP", "BN"]
+    signature |= {"N": "i32", "P": "i32"} | dict.fromkeys(flags, "constexpr")
+    for constants in ({"STEPS": 0, "WITH_HRANK": False, "HAS_WEIGHTS": False},
+                      {"STEPS": 1, "WITH_HRANK": True, "HAS_WEIGHTS": True}):
+        constants |= {"BP": 16, "BN": 128}
+        where = {(list(signature).index(key),): value for key, value in constants.items()}
+        triton.compile(ASTSource(getattr(kernels, name), signature, where), target=GPUTarget("cuda", 90, 32))
+print("compiled")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not engines.triton_available(), reason="needs Triton")
+def test_the_kernels_compile_for_an_sm90_gpu_without_one() -> None:
+    """The interpreter runs the kernels as Python; this compiles them (to the GPU's machine code, as on an H100 or
+    H200), which catches what only the compiler refuses (types, constexpr use) on a machine without a GPU."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert run.returncode == 0 and "compiled" in run.stdout, run.stderr[-3000:]
