@@ -64,13 +64,14 @@ def _items(s_ptr, code_ptr, w_ptr, q, cols, ok, N, HAS_WEIGHTS: tl.constexpr):
         w = (level >= 1).to(s.dtype)
     return s, level, w
 
+
 def _steps(d, l_k, l_j, par_ptr, STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, DERIV: tl.constexpr):
     """``(R, Hh)`` of a ``[BP, BN]`` tile of differences, or their derivatives when ``DERIV``."""
-    tau = tl.load(par_ptr + 0)
-    x = d / tau
+    inv_tau = 1.0 / tl.load(par_ptr + 0)  # a product per term, not a division (as torch's CUDA division by a scalar)
+    x = d * inv_tau
     sig = 1.0 / (1.0 + tl.exp(-tl.minimum(tl.maximum(x, -50.0), 50.0)))
     if DERIV:  # torch's clamp passes no gradient at its bounds: hence the strict inequalities
-        smooth = tl.where((x > -50.0) & (x < 50.0), sig * (1.0 - sig) / tau, 0.0)
+        smooth = tl.where((x > -50.0) & (x < 50.0), sig * (1.0 - sig) * inv_tau, 0.0)
     else:
         smooth = sig
     if STEPS == 0:
@@ -95,6 +96,7 @@ def _steps(d, l_k, l_j, par_ptr, STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, 
             hrank_step = exact
     return rank_step, hrank_step
 
+
 def _forward(
     s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, rank_ptr, hrank_ptr, N, P,
     STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, HAS_WEIGHTS: tl.constexpr,
@@ -118,6 +120,7 @@ def _forward(
         hrank += tl.sum(tl.where(counted, weight * hrank_step, 0.0), 1)
     tl.store(rank_ptr + q * P + offs_k, 1.0 + rank, mask=ranked)
     tl.store(hrank_ptr + q * P + offs_k, w_k + hrank, mask=ranked)
+
 
 def _backward(
     s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, g_rank_ptr, g_hrank_ptr, grad_ptr, rows_ptr, N, P,
