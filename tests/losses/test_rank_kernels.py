@@ -103,7 +103,7 @@ def test_kernels_give_the_torch_engines_values_and_gradients(name: str) -> None:
 MODULES: dict[str, Callable[[str], torch.nn.Module]] = {  # ROADMAPLoss holds a SupAPLoss, HAPPIERLoss is a HAPLoss
     "SmoothAPLoss": lambda e: SmoothAPLoss(tau=0.1, reducer="class_balanced", engine=e),
     "ROADMAPLoss": lambda e: ROADMAPLoss(tau=0.1, reducer="active", include_self=True, engine=e),
-    "HAPPIERLoss": lambda e: HAPPIERLoss(10, 3, tau=0.1, reducer="none", engine=e),
+    "HAPPIERLoss": lambda e: HAPPIERLoss(10, 3, tau=0.1, engine=e),  # "mean"; the functional cases: "none"
 }
 
 
