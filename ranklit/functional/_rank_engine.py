@@ -8,7 +8,9 @@ backward, and never writes the differences. ``engine="auto"`` (every loss's defa
 - ``"triton"`` when Triton imports, the scores are on a CUDA device and are float32 or float64, and the levels fit
   in ``int8`` (at most 127 label columns);
 - ``"torch"`` otherwise: CPU tensors, float16/bfloat16 scores (the loss modules never produce them: their scores
-  are float32 or float64), Triton missing (macOS, Windows, CPU-only wheels), more than 127 levels.
+  are float32 or float64), Triton missing (macOS, Windows, CPU-only wheels), more than 127 levels, and
+  ``torch.use_deterministic_algorithms(True)`` (the kernels' gradient adds with atomics: bitwise run to run, only the
+  torch engine repeats itself).
 
 ``engine="triton"`` forces the kernels and raises ``ValueError`` where they cannot run (Triton missing, float16 or
 bfloat16 scores, too many levels, CPU tensors without Triton's interpreter). With ``TRITON_INTERPRET=1`` set before
@@ -74,7 +76,8 @@ def smooth_rank_engine(scores: Tensor, engine: str = "auto", num_levels: int = 1
     if engine == "torch":
         return "torch"
     if engine == "auto":  # CPU tensors: torch, without importing Triton
-        return "triton" if scores.device.type == "cuda" and _kernel_problem(scores, num_levels) is None else "torch"
+        on_gpu = scores.device.type == "cuda" and not torch.are_deterministic_algorithms_enabled()
+        return "triton" if on_gpu and _kernel_problem(scores, num_levels) is None else "torch"
     problem = _kernel_problem(scores, num_levels)
     if problem is not None:
         raise UserError(f"engine='triton' cannot run here: {problem}; use engine='auto' or 'torch'.")

@@ -147,6 +147,11 @@ def test_the_engine_is_told_and_a_forced_one_that_cannot_run_is_refused(monkeypa
     assert smooth_rank_engine(cuda) == "triton"
     assert smooth_rank_engine(SimpleNamespace(device=cuda.device, dtype=torch.bfloat16)) == "torch"  # visible fallback
     assert smooth_rank_engine(cuda, num_levels=128) == "torch"
+    torch.use_deterministic_algorithms(True)
+    try:  # the kernels' atomic additions are not bitwise repeatable
+        assert smooth_rank_engine(cuda) == "torch" and smooth_rank_engine(cuda, "triton") == "triton"
+    finally:
+        torch.use_deterministic_algorithms(False)
     with pytest.raises(ValueError, match=r"float32 or float64 scores, got torch\.float16"):
         smooth_rank_engine(cpu.half(), "triton")
     with pytest.raises(ValueError, match="at most 127 levels"):
