@@ -105,7 +105,7 @@ class _RankSums(torch.autograd.Function):
         options = _launch_options(steps, num_ranked)
         params = steps.parameters(scores)
         kernels = rank_sum_kernels()
-        grid = (num_queries, triton_cdiv(num_ranked, options["BP"]))
+        grid = (num_queries, _cdiv(num_ranked, options["BP"]))
         if num_queries and num_ranked:
             kernels.forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
                                   scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None, **options)  # fmt: skip
@@ -124,7 +124,7 @@ class _RankSums(torch.autograd.Function):
         rows = torch.zeros_like(g_rank)
         options = _launch_options(ctx.steps, num_ranked)
         kernels = rank_sum_kernels()
-        grid = (num_queries, triton_cdiv(scores.shape[1], options["BN"]))
+        grid = (num_queries, _cdiv(scores.shape[1], options["BN"]))
         if num_queries and num_ranked and scores.shape[1]:
             kernels.backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
                                    g_hrank, grad, rows, scores.shape[1], num_ranked,
@@ -143,24 +143,24 @@ def _launch_options(steps: RankSteps, num_ranked: int) -> dict[str, Any]:
     return {
         "STEPS": 0 if steps.smooth else 1,
         "WITH_HRANK": steps.with_hrank,
-        "BP": min(_BLOCK_RANKED, triton_next_power_of_2(num_ranked)),
+        "BP": min(_BLOCK_RANKED, _next_power_of_2(num_ranked)),
         "BN": _BLOCK_ITEMS,
     }
 
 
-def triton_cdiv(value: int, block: int) -> int:
+def _cdiv(value: int, block: int) -> int:
     """``ceil(value / block)``.
 
-    >>> triton_cdiv(10, 4)
+    >>> _cdiv(10, 4)
     3
     """
     return -(-value // block)
 
 
-def triton_next_power_of_2(value: int) -> int:
+def _next_power_of_2(value: int) -> int:
     """The smallest power of 2 ``>= value`` (1 for 0).
 
-    >>> triton_next_power_of_2(3), triton_next_power_of_2(16)
+    >>> _next_power_of_2(3), _next_power_of_2(16)
     (4, 16)
     """
     return 1 << max(0, value - 1).bit_length()
