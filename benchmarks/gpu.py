@@ -16,15 +16,20 @@ Four tables, each timed as the median of ``--repeat`` runs after a warm-up, with
    queries at once do not fit), extrapolated to N queries; both mAPs on that sample are printed as a check. Each
    row has its hardware floor (FLOPs over the measured float32 matrix rate, bytes over the measured copy bandwidth)
    and the figure ``benchmarks/RESULTS.md`` held before the run.
-2. **Losses**: SupAP, H-AP and Smooth-AP forward + backward at B = 384 to 16,384 (d = 512, P x 4 batches), time and
-   peak GPU memory (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit;
-   a size whose time, estimated as B^3 from the last size measured, exceeds 20 s is skipped and says so (HAPLoss's
-   coarse level has B / 8 positives per query, so its B x P x B smooth ranks grow as B^3).
+2. **Losses**: SupAP, H-AP and Smooth-AP forward + backward at B = 384 to 16,384 (d = 512, P x 4 batches), on each
+   engine (``engine="triton"``: the fused kernels; ``"torch"``), time and peak GPU memory
+   (``torch.cuda.max_memory_allocated`` above what the inputs hold); "OOM" when it does not fit. Each row has its
+   hardware floor (:func:`loss_floor_ms`: FLOPs and bytes over the float32 matrix rate and the copy bandwidth measured
+   first, :func:`hardware_rates`), the measured time over it, and the figure of the same row in the RESULTS.md section
+   this run replaces. The kernel rows are never skipped; on the torch engine a size whose time, estimated as B^3 from
+   the last size measured, exceeds 20 s is skipped and says so (HAPLoss's coarse level has B / 8 positives per query,
+   so its B x P x B smooth ranks grow as B^3).
 3. **Training step** of a ResNet-50 at 224 px (batch 128, SGD): the network alone (loss = a sum of the embeddings),
    with ROADMAPLoss, and with ROADMAPLoss + ``RetrievalMetrics.update``; float32 against bf16 autocast, and bf16 with
    channels-last.
 
-The dry run uses N = 600, d = 16, B in {32, 64}, ``test_resnet`` at 16 px, batch 8, and names the device "CPU".
+The dry run uses N = 600, d = 16, B in {32, 64}, ``test_resnet`` at 16 px, batch 8, and names the device "CPU" (the
+kernel rows say "not run": the kernels need CUDA).
 """
 
 from __future__ import annotations
@@ -93,18 +98,6 @@ def _embeddings(n: int, dim: int, classes: int, device: torch.device) -> tuple[T
     return torch.nn.functional.normalize(embeddings, dim=1).to(device), labels.to(device)
 
 
-def _measured_rates(device: torch.device, dim: int) -> tuple[float, float]:
-    """(float32 matrix FLOP/s of ``torch.matmul``, TF32 off as by default; copy bytes/s, read + write) on ``device``:
-    the hardware floors of the metrics table."""
-    side = 8192 if device.type == "cuda" else 256
-    a, b = torch.full((side, dim), 0.5, device=device), torch.full((dim, side), 0.5, device=device)  # no RNG drawn
-    rate = 2 * side * side * dim / _median_time(lambda: a @ b, device, 3)
-    source = torch.empty(2**28 if device.type == "cuda" else 2**20, dtype=torch.uint8, device=device)
-    target = torch.empty_like(source)
-    bandwidth = 2 * source.numel() / _median_time(lambda: target.copy_(source), device, 3)
-    return rate, bandwidth
-
-
 def _previous_seconds(label: str) -> str:
     """The seconds recorded for a row of the metrics table in ``benchmarks/RESULTS.md`` (``—`` where none)."""
     text = RESULTS.read_text() if RESULTS.exists() else ""
@@ -122,7 +115,7 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
 
     embeddings, labels = _embeddings(size["n"], size["dim"], size["classes"], device)
     n, dim, sample = embeddings.shape[0], embeddings.shape[1], size["sample"]
-    rate, bandwidth = _measured_rates(device, dim)
+    rate, bandwidth = hardware_rates(device, size is DRY)
 
     def floor(queries: int, refs: int, written: int = 0) -> float:
         return max(2 * queries * refs * dim / rate, (4 * (queries + refs) * dim + written) / bandwidth)
@@ -176,36 +169,99 @@ def _cubic_estimate(last: tuple[int, float], batch: int) -> float:
     return last[1] * (batch / last[0]) ** 3
 
 
+def hardware_rates(device: torch.device, dry_run: bool) -> tuple[float, float]:
+    """``(flop_per_s, bytes_per_s)``: the measured float32 matrix-product rate (TF32 off: plain float32) and copy
+    bandwidth (bytes read + written by ``dst.copy_(src)``), the two rates the floors divide by."""
+    side, numel = (256, 2**20) if dry_run else (8192, 2**28)
+    # constant inputs: no random number is drawn (the training table draws its images from the global state)
+    a, b = torch.full((side, side), 0.5, device=device), torch.full((side, side), 0.5, device=device)
+    src, dst = torch.empty(numel, device=device), torch.empty(numel, device=device)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        matmul = _median_time(lambda: a @ b, device, 5)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    copy = _median_time(lambda: dst.copy_(src), device, 5)
+    return 2 * side**3 / matmul, 2 * 4 * numel / copy
+
+
+def loss_floor_ms(batch: int, dim: int, ranked: int, rates: tuple[float, float]) -> float:
+    """The hardware floor of one forward + backward, in ms: ``max(FLOPs / matrix rate, bytes / copy bandwidth)``.
+
+    FLOPs: the score product ``2 B^2 d`` and its two gradients ``4 B^2 d``, plus 20 per smooth-step term (10 forward,
+    10 backward: difference, scaling, exponential, division, selections) over the ``ranked x B`` terms (``ranked`` =
+    the ranked items of all queries). Bytes: the ``B x B`` float32 scores written and read, and their gradient written
+    and read (``16 B^2``), plus the embeddings and their gradient (``8 B d``)."""
+    flops = 6 * batch * batch * dim + 20 * ranked * batch
+    moved = 16 * batch * batch + 8 * batch * dim
+    return 1000 * max(flops / rates[0], moved / rates[1])
+
+
+def previous_loss_figures(path: Path = RESULTS) -> dict[tuple[str, int, str], str]:
+    """``(loss, B, engine) -> ms`` of the losses table in ``path``'s GPU section (rows without an engine column,
+    from before the Triton engine, are the torch engine's)."""
+    text = path.read_text() if path.exists() else ""
+    section = text.split(START)[-1].split(END)[0] if START in text else ""
+    losses = section.split("### Losses")[-1].split("###")[0] if "### Losses" in section else ""
+    figures = {}
+    for line in losses.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].endswith("Loss") and cells[1].replace(",", "").isdigit():
+            engine, ms = (cells[2], cells[3]) if cells[2] in ("torch", "triton") else ("torch", cells[2])
+            figures[(cells[0], int(cells[1].replace(",", "")), engine)] = ms
+    return figures
+
+
 def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> list[str]:
+    from ranklit.functional import smooth_rank_engine
     from ranklit.losses import HAPLoss, SmoothAPLoss, SupAPLoss
 
-    rows = ["| loss | B | forward + backward (ms) | peak memory (MiB) |", "|---|---:|---:|---:|"]
-    for name, loss_fn in (("SupAPLoss", SupAPLoss()), ("HAPLoss", HAPLoss()), ("SmoothAPLoss", SmoothAPLoss())):
-        last: tuple[int, float] | None = None  # (B, seconds) of the last size measured
-        for batch in size["sizes"]:
-            estimate = 0.0 if last is None else _cubic_estimate(last, batch)
-            if last is not None and estimate > size["loss_budget_s"]:
-                rows.append(f"| {name} | {batch:,} | skipped: about {estimate:,.1f} s from B = {last[0]:,} (B^3 work) "
-                            "| — |")  # fmt: skip
-                continue
-            embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
-            labels = labels if name == "HAPLoss" else labels[:, 0]
-            leaf = embeddings.requires_grad_(True)
+    rates = hardware_rates(device, size is DRY)
+    previous = previous_loss_figures()
+    rows = [f"Floors from the measured float32 matrix rate ({rates[0] / 1e12:.3g} TFLOP/s, TF32 off) and copy "
+            f"bandwidth ({rates[1] / 1e9:.3g} GB/s) (`loss_floor_ms`).", "",
+            "| loss | B | engine | forward + backward (ms) | peak memory (MiB) | floor (ms) | x floor "
+            "| previous (ms) |", "|---|---:|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    kernels_run = smooth_rank_engine(torch.zeros(1, 1, device=device)) == "triton"
+    for name, make in (("SupAPLoss", SupAPLoss), ("HAPLoss", HAPLoss), ("SmoothAPLoss", SmoothAPLoss)):
+        for engine in ("triton", "torch"):
+            loss_fn = make(engine=engine)
+            last: tuple[int, float] | None = None  # (B, seconds) of the last size measured (torch engine: B^3 skip)
+            for batch in size["sizes"]:
+                head = f"| {name} | {batch:,} | {engine} |"
+                before = previous.get((name, batch, engine), "—")
+                if engine == "triton" and not kernels_run:
+                    rows.append(f"{head} not run: no CUDA device or no Triton | — | — | — | {before} |")
+                    continue
+                estimate = 0.0 if last is None else _cubic_estimate(last, batch)
+                if engine == "torch" and last is not None and estimate > size["loss_budget_s"]:
+                    rows.append(f"{head} skipped: about {estimate:,.1f} s from B = {last[0]:,} (B^3 work) | — | — | — "
+                                f"| {before} |")  # fmt: skip
+                    continue
+                embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
+                labels = labels if name == "HAPLoss" else labels[:, 0]
+                column = 1 if name == "HAPLoss" else 0  # the coarsest level ranks the most items
+                same = labels.reshape(batch, -1)[:, column]
+                ranked = int((same[:, None] == same[None, :]).sum()) - batch
+                floor = loss_floor_ms(batch, size["dim"], ranked, rates)
+                leaf = embeddings.requires_grad_(True)
 
-            def step(loss_fn: Any = loss_fn, labels: Tensor = labels, leaf: Tensor = leaf) -> None:
-                loss_fn(leaf, labels).backward()
-                leaf.grad = None
+                def step(loss_fn: Any = loss_fn, labels: Tensor = labels, leaf: Tensor = leaf) -> None:
+                    loss_fn(leaf, labels).backward()
+                    leaf.grad = None
 
-            try:
-                peak = _peak_bytes(step, device)
-                seconds = _median_time(step, device, repeat)
-                rows.append(f"| {name} | {batch:,} | {1000 * seconds:.1f} | {_mib(peak)} |")
-                last = (batch, seconds)
-            except torch.OutOfMemoryError:
-                rows.append(f"| {name} | {batch:,} | OOM | OOM |")
-            del embeddings, leaf
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+                try:
+                    peak = _peak_bytes(step, device)
+                    seconds = _median_time(step, device, repeat)
+                    rows.append(f"{head} {1000 * seconds:.1f} | {_mib(peak)} | {floor:.2f} | "
+                                f"{1000 * seconds / floor:,.0f} | {before} |")  # fmt: skip
+                    last = (batch, seconds)
+                except torch.OutOfMemoryError:
+                    rows.append(f"{head} OOM | OOM | {floor:.2f} | — | {before} |")
+                del embeddings, leaf
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
     return rows
 
 

@@ -7,6 +7,8 @@ import torch
 
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if not torch.cuda.is_available():  # Triton's interpreter runs the loss kernels on CPU tensors (set before triton loads)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

@@ -6,7 +6,8 @@ embeddings), and its metrics equal the CPU's where the scores are exact (integer
 ``tests/test_cuda_branches.py`` covers the same branches on the CPU with the device queries faked; these tests check
 that the fakes tell the truth: real free-memory chunking, pinned-memory loaders and non-blocking copies, bf16 and fp16
 fits (the fp16 one through the gradient scaler and multistage), the CUDA random state of multistage chunks and of
-resume checkpoints.
+resume checkpoints; the compiled Triton kernels of the smooth-rank losses against the torch engine (float32 at the
+documented tolerance, float64 to round-off, non-contiguous scores, bf16 autocast, a compiled loss).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import pytest
 import torch
 
 from ranklit.callbacks._resume import random_states, set_random_states
-from ranklit.functional import retrieval_metrics
+from ranklit.functional import hap_surrogate, retrieval_metrics, smooth_rank_engine, supap_loss
 from ranklit.functional._metric_options import metrics_chunk_size
 from ranklit.functional._symmetric_ranks import symmetric_tile_size
-from ranklit.losses import ROADMAPLoss
+from ranklit.losses import HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import MultistageBackprop, multistage_backward
 from tests.tiny import tiny_datamodule
@@ -225,3 +226,61 @@ def test_decoding_on_the_gpu_resumes_exactly(tmp_path) -> None:
                   accelerator="gpu")  # fmt: skip
     assert resumed.global_step == EPOCHS * BATCHES and seen == reference
     assert_same(_state(resumed), expected)
+
+
+def _engines_agree(make_loss, embeddings: torch.Tensor, labels: torch.Tensor, rtol: float, atol: float) -> None:
+    results = []
+    for engine in ("torch", "triton"):
+        leaf = embeddings.detach().clone().requires_grad_()
+        loss = make_loss(engine)(leaf, labels)
+        (grad,) = torch.autograd.grad(loss, leaf)
+        results.append((loss.detach(), grad))
+    (want, want_grad), (got, got_grad) = results
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+    torch.testing.assert_close(got_grad, want_grad, rtol=0, atol=rtol * float(want_grad.abs().max()))
+
+
+def test_the_kernels_run_on_cuda_by_default() -> None:
+    assert smooth_rank_engine(torch.zeros(2, 3, device=CUDA)) == "triton"
+    assert smooth_rank_engine(torch.zeros(2, 3, device=CUDA, dtype=torch.bfloat16)) == "torch"
+
+
+@pytest.mark.parametrize("name", ["SupAPLoss", "SmoothAPLoss", "HAPLoss", "HAPLoss_no_hrank", "ROADMAPLoss"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_kernels_give_the_torch_engines_values_and_gradients(name: str, dtype: torch.dtype) -> None:
+    """700 items (not a multiple of the 128-item tiles), 2-level labels with 6 coarse groups (about 115 ranked items
+    per query: several 16-item blocks), a class alone (a query without positive)."""
+    makers = {
+        "SupAPLoss": lambda e: SupAPLoss(engine=e), "SmoothAPLoss": lambda e: SmoothAPLoss(engine=e),
+        "HAPLoss": lambda e: HAPLoss(engine=e), "HAPLoss_no_hrank": lambda e: HAPLoss(with_hrank=False, engine=e),
+        "ROADMAPLoss": lambda e: ROADMAPLoss(engine=e, include_self=True),
+    }  # fmt: skip
+    torch.manual_seed(0)
+    fine = torch.arange(700) // 4
+    fine[-1] = 10_000
+    labels = torch.stack([fine, fine % 6], 1) if name.startswith("HAP") else fine
+    embeddings = torch.randn(700, 32, dtype=dtype)
+    tolerance = (1e-4, 1e-5) if dtype == torch.float32 else (1e-10, 1e-12)
+    _engines_agree(makers[name], embeddings.to(CUDA), labels.to(CUDA), *tolerance)
+
+
+def test_kernels_take_non_contiguous_scores_and_bf16_autocast() -> None:
+    torch.manual_seed(0)
+    scores = torch.randn(500, 300, device=CUDA).T  # [300, 500], strides (1, 300)
+    positives = torch.rand(300, 500, device=CUDA) < 0.05
+    for fn in (lambda s, e: supap_loss(s, positives, engine=e),
+               lambda s, e: hap_surrogate(s, positives.long() + positives.long(), 2, engine=e)[0].sum()):  # fmt: skip
+        values = [fn(scores, engine) for engine in ("torch", "triton")]
+        torch.testing.assert_close(values[1], values[0], rtol=1e-4, atol=1e-5)
+    embeddings, labels = torch.randn(256, 64, device=CUDA), torch.arange(256, device=CUDA) // 4
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        half = torch.nn.Linear(64, 64).to(CUDA)(embeddings)  # bfloat16 embeddings: the loss computes in float32
+        losses = [SupAPLoss(engine=engine)(half, labels) for engine in ("torch", "triton")]
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_compiled_loss_calls_the_kernels() -> None:
+    torch.manual_seed(0)
+    embeddings, labels = torch.randn(384, 64, device=CUDA), torch.arange(384, device=CUDA) // 4
+    loss = SupAPLoss()
+    torch.testing.assert_close(torch.compile(loss)(embeddings, labels), loss(embeddings, labels), rtol=1e-5, atol=1e-6)

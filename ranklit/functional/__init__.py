@@ -6,7 +6,8 @@ Public modules are the losses' and metrics' math and the extension points a cont
 declared), ``ties.py`` (``TiedPositives``, what a
 declared metric receives) and ``sample_ids.py`` (shared by the cross-batch memory and the decomposability gap). The
 machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_counting``, ``_positive_ranks``,
-``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``.
+``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``; so is the Triton engine of the smooth-rank
+losses (``_rank_engine``, ``_rank_sums``, ``_rank_sum_kernels``), whose choice :func:`smooth_rank_engine` tells.
 """
 
 from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
@@ -15,6 +16,7 @@ from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
 from ranklit.functional._metrics import retrieval_metrics
 from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional._proxies import cluster_loss, csl_loss
+from ranklit.functional._rank_engine import smooth_rank_engine
 from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional._triplet import triplet_loss
 from ranklit.functional.reducers import (
@@ -39,6 +41,7 @@ __all__ = [
     "hap_loss",
     "hap_surrogate",
     "HAPOptions",
+    "smooth_rank_engine",
     "cluster_loss",
     "csl_loss",
     "triplet_loss",

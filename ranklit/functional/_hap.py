@@ -24,6 +24,8 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_in_range, check_positive
+from ranklit.functional._rank_engine import smooth_rank_engine
+from ranklit.functional._rank_sums import RankSteps, rank_sums
 from ranklit.functional._smooth_rank import SupAPOptions
 from ranklit.functional.loss_utils import check_score_masks, reduce_ap_loss, resolve_chunk_size
 from ranklit.functional.ranking import (
@@ -49,7 +51,7 @@ class HAPOptions(SupAPOptions):
     and defaults, checked by the tests) and validate them here.
 
     The rank uses SupAP's upper bound ``H^-``, so its options (``tau``, ``rho``, ``delta``, ``chunk_size``,
-    ``offset``, ``start``) are those of :class:`ranklit.functional.SupAPOptions`, with the same defaults
+    ``offset``, ``start``, ``engine``) are those of :class:`ranklit.functional.SupAPOptions`, with the same defaults
     and checks. The steps keep their bound properties (``H^- >= H >= H_lb``): ``beta`` > 0, ``leak`` >= 0, ``gamma``
     in ``[0, 1]``; ``alpha`` >= 0. A wrong value raises ``ValueError`` naming it, an unknown keyword ``TypeError``.
 
@@ -88,6 +90,11 @@ class HAPOptions(SupAPOptions):
             "with_hrank": bool(self.with_hrank),
         }
 
+    def steps(self) -> RankSteps:
+        """The kernels' steps: H-AP's bounds with these options."""
+        return RankSteps(False, self.tau, self.rho, self.delta, self.offset, self.start, self.leak, self.beta,
+                         self.gamma, self.with_hrank)  # fmt: skip
+
 
 def _hap_per_query(
     scores: Tensor,
@@ -116,7 +123,11 @@ def _hap_per_query(
     rel_k = rel.gather(1, index)
     weight = torch.minimum(rel_k[:, :, None], rel[:, None, :]) * counted  # rel = 0 at level 0
     hrank = rel_k + (weight * hrank_steps).sum(-1)
+    return _hap_ratio(hrank, rank, rel_k, ranked)
 
+
+def _hap_ratio(hrank: Tensor, rank: Tensor, rel_k: Tensor, ranked: Tensor) -> Tensor:
+    """Surrogate H-AP ``[Q]`` from the ``[Q, P]`` H-ranks, ranks and relevances of the ranked items."""
     total_rel = torch.where(ranked, rel_k, torch.zeros_like(rel_k)).sum(-1)
     ratio = torch.where(ranked, hrank / rank, torch.zeros_like(rank)).sum(-1)
     return ratio / torch.where(total_rel > 0, total_rel, torch.ones_like(total_rel))
@@ -139,6 +150,7 @@ def hap_surrogate(
     chunk_size: int | None = None,
     offset: float | None = None,
     start: float = 0.5,
+    engine: str = "auto",
 ) -> tuple[Tensor, Tensor]:
     """Surrogate H-AP of every query (HAPPIER Eq. 5), differentiable with respect to ``scores``.
 
@@ -160,6 +172,8 @@ def hap_surrogate(
         chunk_size: queries per chunk (``None``: from a memory budget).
         offset: value of ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5).
+        engine: ``"auto"``, ``"torch"`` or ``"triton"``: who computes the sums
+            (:func:`~ranklit.functional.smooth_rank_engine`); the engines agree to float32 round-off.
 
     The options are validated by :class:`HAPOptions`.
 
@@ -168,8 +182,9 @@ def hap_surrogate(
         the query has at least one item of level ``>= 1`` in its retrieval set.
 
     Cost: ``O(Q * P * N)`` time with ``P`` the largest number of relevant items of a query; peak memory
-    ``O(chunk * P * N + Q * N)`` (never ``Q * N * N``). An exact tie between a relevant item and an item of lower
-    level counts 0.5 in the surrogate against 1 in the exact rank: the only case where the bound can fail.
+    ``O(chunk * P * N + Q * N)`` (never ``Q * N * N``; Triton engine: ``O(Q * N)``). An exact tie between a relevant
+    item and an item of lower level counts 0.5 in the surrogate against 1 in the exact rank: the only case where the
+    bound can fail.
 
     Example:
         >>> scores = torch.tensor([[0.9, 0.5, 0.1]])
@@ -179,7 +194,7 @@ def hap_surrogate(
     """
     opts = HAPOptions(
         alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
-        chunk_size=chunk_size, offset=offset, start=start,
+        chunk_size=chunk_size, offset=offset, start=start, engine=engine,
     )  # fmt: skip
     if not isinstance(levels, Tensor) or levels.is_floating_point() or levels.shape != getattr(scores, "shape", None):
         got = f"{levels.dtype} {tuple(levels.shape)}" if isinstance(levels, Tensor) else type(levels).__name__
@@ -192,6 +207,10 @@ def hap_surrogate(
     size = resolve_chunk_size(opts.chunk_size, scores.shape[0], _INTERMEDIATES * index.shape[1], scores.shape[1])
     if index.shape[1] == 0:
         return scores.new_zeros(scores.shape[0]), has_relevant
+    if smooth_rank_engine(scores, opts.engine, num_levels) == "triton":
+        codes = torch.where(valid, levels, torch.full_like(levels, -1))
+        rank, hrank = rank_sums(scores, codes, rel, index, ranked, opts.steps())
+        return _hap_ratio(hrank, rank, rel.gather(1, index), ranked), has_relevant
     chunk_fn = partial(_hap_per_query, options=opts)
     hap = map_query_chunks(chunk_fn, scores, levels, rel, valid, index, ranked, chunk_size=size)
     return hap, has_relevant
@@ -214,6 +233,7 @@ def hap_loss(
     chunk_size: int | None = None,
     offset: float | None = None,
     start: float = 0.5,
+    engine: str = "auto",
     reducer: str | Reducer = "mean",
     query_classes: Tensor | None = None,
 ) -> Tensor:
@@ -234,7 +254,7 @@ def hap_loss(
     """
     hap, has_relevant = hap_surrogate(
         scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta,
-        gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start,
+        gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start, engine=engine,
     )  # fmt: skip
     if not bool(has_relevant.any()):
         raise ValueError(

@@ -22,6 +22,8 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_in_range, check_positive
+from ranklit.functional._rank_engine import check_engine, smooth_rank_engine
+from ranklit.functional._rank_sums import RankSteps, rank_sums
 from ranklit.functional.loss_utils import (
     check_offset,
     check_score_masks,
@@ -62,6 +64,8 @@ class SupAPOptions:
             ``None``: ``sigma(delta/tau) + start``, continuous, the paper; the authors' configs: 1.44, iNaturalist
             1.0; [spec §6][spec-released-code]).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5: the paper and the released configs; on iNaturalist 0).
+        engine: ``"auto"`` (Triton kernels on CUDA tensors when Triton imports, else torch), ``"torch"`` or
+            ``"triton"`` (:func:`~ranklit.functional.smooth_rank_engine`; [spec §2][spec-engines]).
 
     Example:
         >>> SupAPOptions(offset=1.44, start=0).start
@@ -78,6 +82,7 @@ class SupAPOptions:
     chunk_size: int | None = None
     offset: float | None = None
     start: float = 0.5
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
         for name, value in self._checked().items():  # the checked values (ints become floats) in the frozen fields
@@ -90,7 +95,12 @@ class SupAPOptions:
             "chunk_size": check_chunk_size("chunk_size", self.chunk_size),
             "offset": check_offset(self.offset),
             "start": check_in_range("start", self.start, 0.0, math.inf),
+            "engine": check_engine(self.engine),
         }
+
+    def steps(self) -> RankSteps:
+        """The kernels' steps: SupAP's bounds with these options."""
+        return RankSteps(False, self.tau, self.rho, self.delta, self.offset, self.start)
 
 
 def smooth_ap_loss(
@@ -102,6 +112,7 @@ def smooth_ap_loss(
     chunk_size: int | None = None,
     reducer: str | Reducer = "mean",
     query_classes: Tensor | None = None,
+    engine: str = "auto",
 ) -> Tensor:
     """Smooth-AP loss (Brown et al., ECCV 2020): every Heaviside step replaced by ``sigma(x / tau)``::
 
@@ -122,11 +133,14 @@ def smooth_ap_loss(
         reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
             :class:`~ranklit.functional.Reducer`.
         query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
+        engine: ``"auto"``, ``"torch"`` or ``"triton"``: who computes the sums
+            (:func:`~ranklit.functional.smooth_rank_engine`); the engines agree to float32 round-off.
 
     Returns:
         Scalar loss in ``[0, 1)`` (``[Q]`` with ``reducer="none"``).
 
-    Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)`` with ``P`` the largest number of positives per query.
+    Cost: time ``O(Q P N)``, memory ``O(chunk P N + Q N)`` with ``P`` the largest number of positives per query
+    (Triton engine: ``O(Q N)``, ``chunk_size`` unused).
 
     Example:
         >>> s = torch.tensor([[0.9, 0.1, 0.8]])
@@ -134,7 +148,8 @@ def smooth_ap_loss(
         0.0
     """
     tau = check_positive("tau", tau)
-    ap, keep = _smooth_rank_ap(partial(_smooth_ap_chunk, tau=tau), scores, positives, valid, chunk_size)
+    chunk_fn, steps = partial(_smooth_ap_chunk, tau=tau), RankSteps(True, tau)
+    ap, keep = _smooth_rank_ap(chunk_fn, steps, scores, positives, valid, chunk_size, check_engine(engine))
     return reduce_ap_loss(ap, keep, reducer, query_classes)
 
 
@@ -149,6 +164,7 @@ def supap_loss(
     chunk_size: int | None = None,
     offset: float | None = None,
     start: float = 0.5,
+    engine: str = "auto",
     reducer: str | Reducer = "mean",
     query_classes: Tensor | None = None,
 ) -> Tensor:
@@ -175,6 +191,8 @@ def supap_loss(
         offset: value of ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44,
             iNaturalist 1.0).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        engine: ``"auto"``, ``"torch"`` or ``"triton"``: who computes the sums
+            (:func:`~ranklit.functional.smooth_rank_engine`); the engines agree to float32 round-off.
         reducer: ``"mean"``, ``"class_balanced"``, ``"active"``, ``"none"`` or a
             :class:`~ranklit.functional.Reducer`.
         query_classes: ``[Q]`` finest class of each query (needed by ``"class_balanced"``).
@@ -191,19 +209,33 @@ def supap_loss(
         >>> round(supap_loss(s, torch.tensor([[True, False, False]])).item(), 4)
         0.0
     """
-    opts = SupAPOptions(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
-    ap, keep = _smooth_rank_ap(partial(_supap_chunk, options=opts), scores, positives, valid, opts.chunk_size)
+    opts = SupAPOptions(
+        tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine
+    )  # fmt: skip
+    chunk_fn = partial(_supap_chunk, options=opts)
+    ap, keep = _smooth_rank_ap(chunk_fn, opts.steps(), scores, positives, valid, opts.chunk_size, opts.engine)
     return reduce_ap_loss(ap, keep, reducer, query_classes)
 
 
 def _smooth_rank_ap(
-    chunk_fn: Callable[..., Tensor], scores: Tensor, positives: Tensor, valid: Tensor | None, chunk_size: int | None
+    chunk_fn: Callable[..., Tensor],
+    steps: RankSteps,
+    scores: Tensor,
+    positives: Tensor,
+    valid: Tensor | None,
+    chunk_size: int | None,
+    engine: str,
 ) -> tuple[Tensor, Tensor]:
-    """Per-query smooth AP ``[Q]`` and the ``[Q]`` mask of the queries with a positive."""
+    """Per-query smooth AP ``[Q]`` and the ``[Q]`` mask of the queries with a positive: by ``chunk_fn`` on chunks of
+    queries (torch engine) or by the kernels with ``steps`` (Triton engine)."""
     valid = check_score_masks(scores, positives, valid)
     positives = positives & valid
     has_positive = require_positive_queries(positives)
     index, ranked = select_columns(positives)
+    if smooth_rank_engine(scores, engine) == "triton":
+        codes = positives.to(torch.int8) + valid.to(torch.int8) - 1  # 1 positive, 0 negative, -1 outside
+        rank, rank_pos = rank_sums(scores, codes, None, index, ranked, steps)
+        return _mean_ratio(rank_pos, rank, ranked), has_positive
     size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
     ap = map_query_chunks(chunk_fn, scores, positives, valid, index, ranked, chunk_size=size)
     return ap, has_positive

@@ -44,6 +44,8 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         chunk_size: queries per chunk of the SupAP term (``None``: from a memory budget).
         offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5, the paper).
+        engine: who computes the SupAP term's smooth-rank sums: ``"auto"`` (Triton kernels on CUDA when Triton
+            imports, else torch), ``"torch"`` or ``"triton"`` (:func:`ranklit.functional.smooth_rank_engine`).
         alpha: :class:`CalibrationLoss` positive threshold (0.9).
         beta: :class:`CalibrationLoss` negative threshold (0.6).
         lam: weight of the calibration loss, in ``[0, 1]``.
@@ -72,6 +74,7 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         chunk_size: int | None = None,
         offset: float | None = None,
         start: float = 0.5,
+        engine: str = "auto",
         alpha: float = 0.9,
         beta: float = 0.6,
         lam: float = 0.5,
@@ -86,8 +89,9 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         self.weights = (1.0 - self.lam, self.lam) if weights is None else _check_weights(weights)
         self.reducer = checked_reducer(reducer)
         self.supap = SupAPLoss(
-            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, reducer=reducer
-        )
+            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine,
+            reducer=reducer,
+        )  # fmt: skip
         self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction, reducer=reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

@@ -49,6 +49,8 @@ class HAPLoss(RetrievalLoss):
         chunk_size: queries per chunk (``None`` picks it from a memory budget).
         offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        engine: who computes the smooth-rank sums: ``"auto"`` (default: Triton kernels on CUDA when Triton imports,
+            else torch), ``"torch"`` or ``"triton"`` (:func:`ranklit.functional.smooth_rank_engine`).
         reducer: what the per-query terms ``1 - H-AP_q`` go to: ``"mean"`` (default, over the queries with a
             relevant item), ``"class_balanced"`` (by finest class), ``"active"``, ``"none"`` or a
             :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
@@ -85,6 +87,7 @@ class HAPLoss(RetrievalLoss):
         chunk_size: int | None = None,
         offset: float | None = None,
         start: float = 0.5,
+        engine: str = "auto",
         reducer: str | Reducer = "mean",
         normalize: bool = True,
         include_self: bool = False,
@@ -92,7 +95,7 @@ class HAPLoss(RetrievalLoss):
         super().__init__(normalize=normalize, include_self=include_self)
         self.options = HAPOptions(
             alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
-            chunk_size=chunk_size, offset=offset, start=start,
+            chunk_size=chunk_size, offset=offset, start=start, engine=engine,
         )  # fmt: skip
         self.reducer = checked_reducer(reducer)
 
@@ -134,6 +137,8 @@ class HAPPIERLoss(HAPLoss):
         chunk_size: queries per chunk (``None`` picks it from a memory budget).
         offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the released configs: 1.44).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        engine: who computes the smooth-rank sums: ``"auto"`` (default: Triton kernels on CUDA when Triton imports,
+            else torch), ``"torch"`` or ``"triton"`` (:func:`ranklit.functional.smooth_rank_engine`).
         reducer: the reducer of both terms (each reduced, then weighted; the clustering term counts every query):
             ``"mean"`` (default), ``"class_balanced"``, ``"active"``, ``"none"`` (``[B]``) or a
             :class:`~ranklit.functional.Reducer`.
@@ -167,13 +172,14 @@ class HAPPIERLoss(HAPLoss):
         chunk_size: int | None = None,
         offset: float | None = None,
         start: float = 0.5,
+        engine: str = "auto",
         reducer: str | Reducer = "mean",
         normalize: bool = True,
         include_self: bool = False,
     ) -> None:
         super().__init__(
             alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
-            chunk_size=chunk_size, offset=offset, start=start, reducer=reducer, normalize=normalize,
+            chunk_size=chunk_size, offset=offset, start=start, engine=engine, reducer=reducer, normalize=normalize,
             include_self=include_self,
         )  # fmt: skip
         self.lam = check_in_range("lam", lam, 0.0, 1.0)

@@ -138,7 +138,7 @@ def create_loss(name: str, **kwargs: Any) -> nn.Module:
     """The loss ``name`` built with ``kwargs`` (as timm's ``create_model``).
 
     >>> create_loss("SmoothAPLoss", tau=0.05)
-    SmoothAPLoss(tau=0.05, chunk_size=None, reducer='mean', normalize=True, include_self=False)
+    SmoothAPLoss(tau=0.05, chunk_size=None, reducer='mean', normalize=True, include_self=False, engine='auto')
     """
     return loss_entry(name).cls(**kwargs)
 

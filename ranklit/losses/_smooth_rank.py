@@ -8,6 +8,7 @@ from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional import SupAPOptions, smooth_ap_loss, supap_loss
+from ranklit.functional.hyperparameters import check_engine
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
@@ -37,6 +38,8 @@ class SmoothAPLoss(BinaryRetrievalLoss):
             positive) or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
         include_self: keep the query in its own ranking, as a positive at rank 1 (default ``False``, the paper).
+        engine: who computes the smooth-rank sums: ``"auto"`` (default: Triton kernels on CUDA when Triton imports,
+            else torch), ``"torch"`` or ``"triton"`` (:func:`ranklit.functional.smooth_rank_engine`).
 
     Example:
         >>> import torch
@@ -53,16 +56,18 @@ class SmoothAPLoss(BinaryRetrievalLoss):
         reducer: str | Reducer = "mean",
         normalize: bool = True,
         include_self: bool = False,
+        engine: str = "auto",
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.tau = check_positive("tau", tau)
         self.chunk_size = check_chunk_size("chunk_size", chunk_size)
         self.reducer = checked_reducer(reducer)
+        self.engine = check_engine(engine)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return smooth_ap_loss(
             scores, binary_positives(inputs, valid), valid, tau=self.tau, chunk_size=self.chunk_size,
-            reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
+            reducer=self.reducer, query_classes=inputs.query_labels[:, 0], engine=self.engine,
         )  # fmt: skip
 
 
@@ -86,6 +91,8 @@ class SupAPLoss(BinaryRetrievalLoss):
         offset: ``H^-`` just after ``delta`` (``None``: continuous, the paper; the authors' configs: 1.44, and 1.0
             on iNaturalist).
         start: jump of ``H^-`` on ``(0, delta]`` (0.5; the authors' iNaturalist config: 0).
+        engine: who computes the smooth-rank sums: ``"auto"`` (default: Triton kernels on CUDA when Triton imports,
+            else torch), ``"torch"`` or ``"triton"`` (:func:`ranklit.functional.smooth_rank_engine`).
         reducer: what the per-query terms ``1 - AP_q`` go to: ``"mean"`` (default), ``"class_balanced"``,
             ``"active"``, ``"none"`` or a :class:`~ranklit.functional.Reducer` (:mod:`ranklit.functional.reducers`).
         normalize: L2-normalise the embeddings first (default ``True``; ``False``: raw dot products).
@@ -113,12 +120,15 @@ class SupAPLoss(BinaryRetrievalLoss):
         chunk_size: int | None = None,
         offset: float | None = None,
         start: float = 0.5,
+        engine: str = "auto",
         reducer: str | Reducer = "mean",
         normalize: bool = True,
         include_self: bool = False,
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
-        self.options = SupAPOptions(tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start)
+        self.options = SupAPOptions(
+            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine
+        )  # fmt: skip
         self.reducer = checked_reducer(reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
