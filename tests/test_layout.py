@@ -200,3 +200,59 @@ def test_triton_is_imported_inside_functions_only() -> None:
         tree = ast.parse((PACKAGE / "functional" / f"{module}.py").read_text(encoding="utf-8"))
         top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         assert not [node for node in top if "triton" in ast.unparse(node)], module
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """``module -> the ranklit modules it imports``: ``from a.b import c`` is an arrow to ``a.b.c`` when that is a
+    module (Python runs ``a.b``'s ``__init__`` first, but that one never needs ``c``'s importer), else to ``a.b``."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module, arrows = _module(path), set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                arrows.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    arrows.add(full if full in SOURCES else node.module)
+        graph[module] = {name for name in arrows if _within(name, "ranklit") and name in SOURCES} - {module}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (strongly connected groups of more than one module), by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import circle between modules, at module level or inside a function (a package's ``__init__`` importing
+    its own modules is not one: they never import the ``__init__`` back)."""
+    assert not _circles(_module_graph())
+    assert _circles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
