@@ -54,6 +54,7 @@ from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
+from ranklit.cli._checkpoint_settings import EvaluatedCheckpoint, evaluated_checkpoint, use_training_settings
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
@@ -64,6 +65,7 @@ from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
+from ranklit.training._checkpoint_io import use_safe_checkpoint_io
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -165,7 +167,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[subcommand]
         check_run_options(config, subcommand)
         if subcommand != "fit":
-            return None
+            return evaluated_checkpoint(config)  # ranklit.cli._checkpoint_settings
         self.resumed = find_resume(config)
         return config.model.clone()
 
@@ -173,6 +175,9 @@ class RanklitCLI(CheckpointSettingsCLI):
     def after_checkpoint_settings(self, before: Any) -> None:
         """Refuse a resume whose model settings differ from the checkpoint's (Lightning has just replaced them),
         except the rates named by ``--resume_new_rates``."""
+        if isinstance(before, EvaluatedCheckpoint):  # test/validate/predict: the checkpoint's training settings
+            use_training_settings(self.config[self.config["subcommand"]], before, self.config["subcommand"])
+            return
         if before is None:
             return
         model, subcommand = before, self.config["subcommand"]
@@ -195,6 +200,7 @@ class RanklitCLI(CheckpointSettingsCLI):
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         kwargs |= trainer_plugins(self.config_init[self.subcommand].trainer)  # SLURM: ranklit's SIGUSR1
         trainer = super().instantiate_trainer(**kwargs)
+        use_safe_checkpoint_io(trainer)  # Lightning's restore of `ckpt_path` loads weights only (ranklit._checkpoint)
         callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
         if self.subcommand in ("validate", "test"):
             callbacks.append(EvaluationStops())  # signals: exit 128 + n, no results claimed
