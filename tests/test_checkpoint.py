@@ -9,7 +9,6 @@ and leave no marker behind. The commands run as the console script would, one st
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import subprocess
 import time

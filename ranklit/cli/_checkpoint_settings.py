@@ -51,6 +51,7 @@ def use_training_settings(config: Any, checked: EvaluatedCheckpoint, subcommand:
     """Set the recorded preprocessing into ``config.data`` and say on stderr what differs from the config given."""
     changes = changed_settings(config.model.as_dict(), checked.model.as_dict())
     given = {name: config.data.get(name) for name in PREPROCESSING}
+    given = {name: list(value) if isinstance(value, tuple) else value for name, value in given.items()}
     if checked.preprocessing is None:
         shown = ", ".join(f"data.{name} {value!r}" for name, value in given.items())
         sys.stderr.write(f"ranklit {subcommand}: {checked.path} does not record the image size and normalisation it "
