@@ -6,11 +6,15 @@ without ranklit's config machinery and an index is never searched with another m
     {"format": "ranklit-model", "version": 1,
      "input": {"channels": 3, "height": 224, "width": 224, "layout": "NCHW", "dtype": "float32", "name": "images"},
      "preprocessing": {"resize_size": 256, "crop_size": 224, "interpolation": "bilinear",
-                       "mean": [...], "std": [...], "scale": "RGB divided by 255, then (x - mean) / std"},
+                       "mean": [...], "std": [...], "scale": "RGB divided by 255, then (x - mean) / std",
+                       "recipe": [every step, in words], "code": "ranklit_preprocess.py ..."},
      "output": {"name": "embeddings", "embedding_dim": 512, "l2_normalised": true},
      "model_sha256": "...", "checkpoint": "/abs/path.ckpt", "versions": {"ranklit": ..., "torch": ...},
      "config": {...}}
 
+``preprocessing`` is the complete recipe from an image file to the network's input (decoding, EXIF orientation,
+transparency over white, resize, crop, normalisation: :data:`ranklit.data._preprocess.RECIPE`), which the file
+``ranklit_preprocess.py`` that ``ranklit export`` writes beside the model computes with numpy and Pillow only.
 ``model_sha256`` hashes the network's weights (names, shapes, values): two cards describe the same model iff their
 hashes agree. ``config`` is the YAML config the network was built from, as read.
 """
@@ -31,9 +35,11 @@ from torch import nn
 from ranklit._checkpoint import load_checkpoint
 from ranklit.errors import UserError
 
-__all__ = ["CARD_FORMAT", "LoadedModel", "load_model", "weights_sha256"]
+__all__ = ["CARD_FORMAT", "PREPROCESS_FILE", "LoadedModel", "load_model", "weights_sha256"]
 
 CARD_FORMAT = "ranklit-model"
+PREPROCESS_FILE = "ranklit_preprocess.py"
+"""What ``ranklit export`` names its copy of :mod:`ranklit.data._preprocess`, beside the model."""
 
 
 def weights_sha256(net: nn.Module) -> str:
@@ -132,6 +138,7 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
         UserError: a missing file, a config without ``model.net``, or a checkpoint whose network does not fit it.
     """
     from ranklit.data._datamodule import RetrievalDataModule
+    from ranklit.data._preprocess import RECIPE
     from ranklit.data._recorded import recorded_preprocessing
 
     config, ckpt_path = Path(config), Path(ckpt_path)
@@ -160,6 +167,8 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
             "mean": [float(v) for v in data["mean"]],
             "std": [float(v) for v in data["std"]],
             "scale": "RGB divided by 255, then (x - mean) / std per channel",
+            "recipe": RECIPE,
+            "code": f"{PREPROCESS_FILE} (numpy + Pillow): preprocess(image_file, card['preprocessing'])",
         },
         "output": {"name": "embeddings", "embedding_dim": int(probe.shape[1]), "l2_normalised": normalised},
         "model_sha256": weights_sha256(net),
