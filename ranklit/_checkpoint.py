@@ -35,12 +35,16 @@ __all__ = ["load_checkpoint"]
 
 
 def _refusal(name: str, error: pickle.UnpicklingError) -> str:
+    """The line for torch's refusal: a global outside its set (code to run), or a file that is no pickle at all."""
     lines = [line.strip().rstrip(".") for line in str(error).splitlines()]
-    detail = next((line for line in lines if "GLOBAL" in line or "global" in line), "")
+    detail = next((line for line in lines if "GLOBAL" in line), None)
+    if detail is None:
+        after = lines[next((i for i, line in enumerate(lines) if "error:" in line), len(lines)) + 1 :]
+        cause = next((line for line in after if line), "not a torch file")  # e.g. "Unsupported operand 255"
+        return f"{name}: cannot be read as a checkpoint (UnpicklingError: {cause[:200]})."
     return (
-        f"{name}: refused to load a checkpoint that names code to run{f' ({detail})' if detail else ''}: unpickling "
-        "it could execute that code, so nothing of it was run. Use a checkpoint written by ranklit, from a source you "
-        "trust."
+        f"{name}: refused to load a checkpoint that names code to run ({detail}): unpickling it could execute that "
+        "code, so nothing of it was run. Use a checkpoint written by ranklit, from a source you trust."
     )
 
 
@@ -82,4 +86,4 @@ def load_checkpoint(source: str | Path | IO[bytes], *, map_location: Any = "cpu"
         raise UserError(_refusal(name, error)) from None
     except Exception as error:  # not a torch file, truncated, unreadable...
         first_line = (str(error).splitlines() or [""])[0][:200]
-        raise UserError(f"{name} cannot be read as a checkpoint ({type(error).__name__}: {first_line}).") from None
+        raise UserError(f"{name}: cannot be read as a checkpoint ({type(error).__name__}: {first_line}).") from None

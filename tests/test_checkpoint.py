@@ -64,6 +64,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for i in range(3):
         Image.new("RGB", (32, 32), (80 * i, 40, 200 - 60 * i)).save(root / "images" / f"{i}.png")
     torch.save({"state_dict": state}, root / "good.ckpt")
+    optimizer = {"class_path": "os.system", "init_args": {"command": f"touch {marker}"}}  # a config's way to run code
+    torch.save({"state_dict": state, "hyper_parameters": {"net": NET, "optimizer": optimizer}}, root / "hparams.ckpt")
     build_index(load_model(root / "config.yaml", root / "good.ckpt"), root / "images", root / "index", progress=False)
     hostile = {}
     for name, (place, payload) in _payloads(marker).items():
@@ -127,13 +129,17 @@ def test_the_python_api_refuses_a_hostile_checkpoint(files: dict[str, Any], payl
     assert not _wait_for(files["marker"])
 
 
-def test_load_from_checkpoint_refuses_a_foreign_instantiator(files: dict[str, Any]) -> None:
-    """Lightning 2.5 imports and calls the ``_instantiator`` a checkpoint names: refused first."""
+def test_load_from_checkpoint_refuses_hostile_hyper_parameters(files: dict[str, Any]) -> None:
+    """Lightning 2.5 imports and calls the ``_instantiator`` a checkpoint names, and the hyper-parameters are a
+    config (``model.optimizer: os.system`` was called while the module was built): both refused first."""
     checkpoint = torch.load(files["root"] / "good.ckpt", weights_only=True)
     checkpoint["hyper_parameters"] = {"net": NET, "_instantiator": "os.system"}
     torch.save(checkpoint, files["root"] / "instantiator.ckpt")
     with pytest.raises(UserError, match=r"instantiator\.ckpt: refused: .*`_instantiator: os\.system`"):
         RetrievalModule.load_from_checkpoint(files["root"] / "instantiator.ckpt")
+    with pytest.raises(UserError, match=r"hparams\.ckpt: refused: its hyper-parameters: `model\.optimizer: os\.sys"):
+        RetrievalModule.load_from_checkpoint(files["root"] / "hparams.ckpt")
+    assert not _wait_for(files["marker"])
 
 
 def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str, Any]) -> None:
@@ -143,6 +149,7 @@ def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str,
     run.mkdir(parents=True)
     (run / "last.ckpt").write_bytes(hostile["nested"].read_bytes())
     names = list(hostile)
+    refusal = "names code to run"
     cases = {  # the command, and the file its refusal must name
         "fit --ckpt_path": (["fit", "--config", "quickstart.yaml", *cheap, "--ckpt_path", str(hostile[names[0]])],
                             hostile[names[0]]),
@@ -161,6 +168,8 @@ def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str,
                   hostile[names[1]]),
         "search": (["search", "--index", str(root / f"index-{names[2]}"), "--query", str(root / "images" / "0.png")],
                    root / f"index-{names[2]}" / "net.pt"),
+        "test, hostile hyper-parameters": (["test", "--config", "quickstart.yaml", *cheap, "--ckpt_path",
+                                            str(root / "hparams.ckpt")], root / "hparams.ckpt"),
     }  # fmt: skip
     results = drive([args for args, _ in cases.values()], root, scratch=root)
     for (name, (_, path)), result in zip(cases.items(), results, strict=True):
@@ -168,6 +177,7 @@ def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str,
         other = [line for line in result["stderr"].splitlines() if line.strip() and not line.startswith("Skipping ")]
         assert result["returncode"] == 2, (name, result["stderr"][-2000:])
         assert len(errors) == 1 and other == errors and str(path) in errors[0], (name, result["stderr"][-2000:])
-        assert "names code to run" in errors[0], (name, errors)
+        assert ("its hyper-parameters: `model.optimizer: os.system`" if "hyper" in name else refusal) in errors[0], (
+            name, errors)
     assert not _wait_for(files["marker"])
     assert not (root / "m.pt").exists() and not (root / "new-index").exists() and not (root / "predictions").exists()

@@ -45,6 +45,7 @@ from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit._compat.lightning import CheckpointSettingsCLI
+from ranklit._injected import check_injected
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._evaluation_stops import EvaluationStops
 from ranklit.callbacks._locks import RunLock, acquire
@@ -54,11 +55,15 @@ from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
-from ranklit.cli._checkpoint_settings import EvaluatedCheckpoint, evaluated_checkpoint, use_training_settings
+from ranklit.cli._checkpoint_settings import (
+    EvaluatedCheckpoint,
+    evaluated_checkpoint,
+    report_training_settings,
+    use_training_settings,
+)
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
-from ranklit.cli._injected import check_injected
 from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
 from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
@@ -176,7 +181,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         """Refuse a resume whose model settings differ from the checkpoint's (Lightning has just replaced them),
         except the rates named by ``--resume_new_rates``."""
         if isinstance(before, EvaluatedCheckpoint):  # test/validate/predict: the checkpoint's training settings
-            use_training_settings(self.config[self.config["subcommand"]], before, self.config["subcommand"])
+            use_training_settings(self.config[self.config["subcommand"]], before)
+            self.evaluated = before
             return
         if before is None:
             return
@@ -195,6 +201,11 @@ class RanklitCLI(CheckpointSettingsCLI):
             )
         for key in accepted:
             self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
+
+    def after_instantiate_classes(self) -> None:
+        """Name the config's settings a ``--ckpt_path`` evaluation does not use (ranklit.cli._checkpoint_settings)."""
+        if (checked := getattr(self, "evaluated", None)) is not None:
+            report_training_settings(checked, self.datamodule, str(self.subcommand))
 
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:

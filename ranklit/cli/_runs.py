@@ -122,7 +122,7 @@ def latest_checkpoint(folder: str | Path, patterns: tuple[str, ...] = RESUMABLE)
         try:
             checkpoint = load_checkpoint(path)
         except UserError as error:  # any failure to load means "not this one"
-            point.skipped.append(f"{path}: does not load ({str(error).removeprefix(f'{path}: ')})")
+            point.skipped.append(f"{path}: does not load ({str(error).removeprefix(f'{path}: ').rstrip('.')})")
             continue
         missing = [key for key in _COMPLETE if not isinstance(checkpoint, dict) or key not in checkpoint]
         if missing:

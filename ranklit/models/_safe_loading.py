@@ -4,8 +4,10 @@ Lightning's own ``load_from_checkpoint`` unpickles the whole file (``weights_onl
 torch's default, which ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` turns off, from 2.6) and, up to 2.5.x, imports and calls
 the hyper-parameter ``_instantiator`` the file names. Here the file is read once, loaded weights-only (a checkpoint
 that names code to run is refused with one line naming it, before anything of it runs), its ``_instantiator`` must
-be Lightning's ``instantiate_module`` (what the ``ranklit`` command writes), and only then are the same bytes handed
-to Lightning (which then finds only what the weights-only load accepted). Checked with Lightning 2.5.5 and 2.6.6.
+be Lightning's ``instantiate_module`` (what the ``ranklit`` command writes), its hyper-parameters (a config: the
+``class_path``/``init_args`` of the parts) pass :func:`ranklit._injected.check_injected` (``model.optimizer: os.system``
+would otherwise be called while the module is built), and only then are the same bytes handed to Lightning (which
+then finds only what the weights-only load accepted). Checked with Lightning 2.5.5 and 2.6.6.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import lightning as L
 from typing_extensions import Self
 
 from ranklit._checkpoint import load_checkpoint
+from ranklit._injected import check_injected
 from ranklit.errors import UserError
 
 __all__ = ["SafeLoading"]
@@ -56,5 +59,9 @@ class SafeLoading(L.LightningModule):
                 f"{name}: refused: its hyper-parameters name `_instantiator: {instantiator}`, code to call; a "
                 f"checkpoint of ranklit names {_INSTANTIATORS[0]} or nothing."
             )
+        try:
+            check_injected({"model": hparams} if isinstance(hparams, dict) else {})  # they are a config
+        except UserError as error:
+            raise UserError(f"{name}: refused: its hyper-parameters: {error}") from None
         loaded = super().load_from_checkpoint(io.BytesIO(data), map_location, hparams_file, strict, **kwargs)
         return loaded
