@@ -142,6 +142,7 @@ def test_load_from_checkpoint_refuses_hostile_hyper_parameters(files: dict[str, 
     assert not _wait_for(files["marker"])
 
 
+@pytest.mark.slow  # nine commands, one start-up: about 45 s on 2 shared cores
 def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str, Any]) -> None:
     root, hostile = files["root"], files["hostile"]
     cheap = ["--model.net.init_args.backbone=test_resnet", "--trainer.accelerator=cpu", "--trainer.logger=false"]
