@@ -14,7 +14,15 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
-HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation", "ranklit._lazy", "ranklit._public"}
+HELPERS = {
+    "ranklit._checks",
+    "ranklit.errors",
+    "ranklit._deprecation",
+    "ranklit._lazy",
+    "ranklit._public",
+    "ranklit._checkpoint",
+    "ranklit._injected",
+}
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 # the smooth-rank losses' Triton engine imports triton (shipped with torch's Linux CUDA wheels) inside its functions,
 # where it runs: ranklit imports without it (docs/spec.md "Engines")

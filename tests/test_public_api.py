@@ -64,6 +64,7 @@ PUBLIC_MODULES = {
     "ranklit.losses.base",
     "ranklit.data.decoding",
     "ranklit.data.inspection",
+    "ranklit.data.preprocess",
     "ranklit.data.sampler_base",
     "ranklit.data.transforms",
     "ranklit.data.datasets.base",

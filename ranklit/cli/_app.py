@@ -44,6 +44,7 @@ from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
 from ranklit._compat.lightning import CheckpointSettingsCLI
+from ranklit._injected import check_injected
 from ranklit.callbacks import (
     RATE_SETTINGS,
     EmbeddingWriter,
@@ -59,17 +60,23 @@ from ranklit.callbacks import (
     count_rows,
 )
 from ranklit.cli import _warning_filters as warning_filters
+from ranklit.cli._checkpoint_settings import (
+    EvaluatedCheckpoint,
+    evaluated_checkpoint,
+    report_training_settings,
+    use_training_settings,
+)
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._commands import COMMANDS, find, run
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
-from ranklit.cli._injected import check_injected
 from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
 from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data import RetrievalDataModule
 from ranklit.models import RetrievalModule
+from ranklit.training import use_safe_checkpoint_io
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -170,7 +177,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[subcommand]
         check_run_options(config, subcommand)
         if subcommand != "fit":
-            return None
+            return evaluated_checkpoint(config)  # ranklit.cli._checkpoint_settings
         self.resumed = find_resume(config)
         return config.model.clone()
 
@@ -178,6 +185,10 @@ class RanklitCLI(CheckpointSettingsCLI):
     def after_checkpoint_settings(self, before: Any) -> None:
         """Refuse a resume whose model settings differ from the checkpoint's (Lightning has just replaced them),
         except the rates named by ``--resume_new_rates``."""
+        if isinstance(before, EvaluatedCheckpoint):  # test/validate/predict: the checkpoint's training settings
+            use_training_settings(self.config[self.config["subcommand"]], before)
+            self.evaluated = before
+            return
         if before is None:
             return
         model, subcommand = before, self.config["subcommand"]
@@ -196,10 +207,16 @@ class RanklitCLI(CheckpointSettingsCLI):
         for key in accepted:
             self.config[subcommand].model[key.removeprefix("model.")] = model[key.removeprefix("model.")]
 
+    def after_instantiate_classes(self) -> None:
+        """Name the config's settings a ``--ckpt_path`` evaluation does not use (ranklit.cli._checkpoint_settings)."""
+        if (checked := getattr(self, "evaluated", None)) is not None:
+            report_training_settings(checked, self.datamodule, str(self.subcommand))
+
     @override
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         kwargs |= trainer_plugins(self.config_init[self.subcommand].trainer)  # SLURM: ranklit's SIGUSR1
         trainer = super().instantiate_trainer(**kwargs)
+        use_safe_checkpoint_io(trainer)  # Lightning's restore of `ckpt_path` loads weights only (ranklit._checkpoint)
         callbacks: list[Callback] = trainer.callbacks  # type: ignore[attr-defined]  # set by Lightning's connector
         if self.subcommand in ("validate", "test"):
             callbacks.append(EvaluationStops())  # signals: exit 128 + n, no results claimed

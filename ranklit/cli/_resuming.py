@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from lightning.pytorch.utilities import rank_zero_only
 
+from ranklit._checkpoint import load_checkpoint
 from ranklit.callbacks import LOCK_FILE, ResumeRefused, RunLocked, acquire_run_lock, release_run_locks
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
@@ -114,7 +114,7 @@ def find_resume(config: Any) -> ResumeRequest | None:
     elif config.get("ckpt_path"):
         path = Path(config.ckpt_path)
         run = path.resolve().parent.parent if path.resolve().parent.name == "checkpoints" else None
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # Lightning's own load names a bad file
+        checkpoint = load_checkpoint(path)  # one line naming a missing, hostile or unreadable file
         request = ResumeRequest(run, ResumePoint(path, checkpoint))
     else:
         return None

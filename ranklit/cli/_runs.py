@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
+from ranklit._checkpoint import load_checkpoint
 from ranklit.cli._run_requests import fresh_run_config
+from ranklit.errors import UserError
 
 __all__ = [
     "BEST",
@@ -105,7 +106,7 @@ def latest_checkpoint(folder: str | Path, patterns: tuple[str, ...] = RESUMABLE)
     candidate is loaded (a few files).
 
     Example:
-        >>> import tempfile
+        >>> import tempfile, torch
         >>> folder = Path(tempfile.mkdtemp())
         >>> torch.save({k: {} for k in _COMPLETE} | {"epoch": 1, "global_step": 8}, folder / "last-1.ckpt")
         >>> torch.save({k: {} for k in _COMPLETE} | {"epoch": 0, "global_step": 4}, folder / "last-2.ckpt")
@@ -119,10 +120,9 @@ def latest_checkpoint(folder: str | Path, patterns: tuple[str, ...] = RESUMABLE)
     point, loaded = ResumePoint(), []
     for path in candidates:
         try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # any failure to load means "not this one"
-            first_line = (str(error).splitlines() or [""])[0][:200]
-            point.skipped.append(f"{path}: does not load ({type(error).__name__}: {first_line})")
+            checkpoint = load_checkpoint(path)
+        except UserError as error:  # any failure to load means "not this one"
+            point.skipped.append(f"{path}: does not load ({str(error).removeprefix(f'{path}: ').rstrip('.')})")
             continue
         missing = [key for key in _COMPLETE if not isinstance(checkpoint, dict) or key not in checkpoint]
         if missing:

@@ -16,12 +16,16 @@ from ranklit.data.datasets import __all__ as _dataset_names
 from ranklit.data.sampler_base import EpochBatchSampler, SeededIndex, batches_per_rank
 
 if TYPE_CHECKING:
+    from ranklit.data._crop_first import CropFirst
     from ranklit.data._datamodule import RetrievalDataModule
     from ranklit.data._prepare import DATASET_CATALOG, PreparedDataset, prepare_dataset
+    from ranklit.data._recorded import PREPROCESSING, recorded_preprocessing
 
 __all__ = [  # RetrievalDataModule and the dataset preparation are lazy: see __getattr__
     "DATASET_CATALOG",
+    "PREPROCESSING",
     "CategorySampler",
+    "CropFirst",
     "EpochBatchSampler",
     "HierarchicalSampler",
     "PKSampler",
@@ -31,6 +35,7 @@ __all__ = [  # RetrievalDataModule and the dataset preparation are lazy: see __g
     "UniformBatchSampler",
     "batches_per_rank",
     "prepare_dataset",
+    "recorded_preprocessing",
     *_dataset_names,
 ]
 
@@ -42,5 +47,8 @@ __getattr__, __dir__ = lazy_exports(
         "DATASET_CATALOG": "ranklit.data._prepare",  # the download machinery, for `data prepare` alone
         "PreparedDataset": "ranklit.data._prepare",
         "prepare_dataset": "ranklit.data._prepare",
+        "CropFirst": "ranklit.data._crop_first",  # the transforms that draw the crop before decoding
+        "PREPROCESSING": "ranklit.data._recorded",  # the evaluation settings a checkpoint records
+        "recorded_preprocessing": "ranklit.data._recorded",
     },
 )

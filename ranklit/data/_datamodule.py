@@ -150,6 +150,7 @@ class RetrievalDataModule(L.LightningDataModule):
         self.root = None if root is None else Path(root)
         self.eval_batch_size, self.num_workers, self.pin_memory = eval_batch_size, num_workers, pin_memory
         self.mean, self.std = tuple(mean), tuple(std)
+        self.resize_size, self.crop_size = resize_size, crop_size
         self.normalize_on_device = normalize_on_device
         train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
@@ -170,6 +171,18 @@ class RetrievalDataModule(L.LightningDataModule):
             if getattr(dataset, "transform", None) is None:
                 # a file is decoded at the size its crop needs; uint8 crops normalised on the device
                 dataset.transform = crop_first(transform, on_device=normalize_on_device)
+
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        """What every checkpoint records of the data: the evaluation ``preprocessing`` (``resize_size``,
+        ``crop_size``, ``mean``, ``std``), so that ``ranklit test``/``validate``/``predict``/``export``/``index``
+        evaluate the checkpoint's network on images prepared as in its training run, whatever config is given."""
+        sizes = {"resize_size": int(self.resize_size), "crop_size": int(self.crop_size)}
+        return {"preprocessing": {**sizes, "mean": [float(v) for v in self.mean], "std": [float(v) for v in self.std]}}
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Nothing to restore: the recorded preprocessing is read by the commands (:meth:`state_dict`)."""
 
     @override
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:

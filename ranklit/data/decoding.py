@@ -13,6 +13,9 @@ What :func:`load_image` does with each kind of file Pillow opens:
   loads as a black shape on white, not as a black square.
 - **Palette**, **CMYK**, **YCbCr**, **LAB**, **HSV**: Pillow's conversion to RGB.
 
+The conversion to RGB is :func:`ranklit.data.preprocess.to_rgb`, the one a server runs too (``ranklit export``
+writes that file beside the model).
+
 **Reduced-size JPEG decoding** (``min_side``): a JPEG can be decoded at 1/2, 1/4 or 1/8 of its size in the DCT domain
 (Pillow's ``draft``), faster. :func:`load_image` uses the largest reduction that keeps the decoded image's
 *relevant side* at least ``min_side`` pixels, so every crop a transform then takes is still *downscaled* to its output
@@ -27,22 +30,18 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 from torch import Tensor
 
 from ranklit.data._tensor_jpeg import decode_rgb
 from ranklit.data._unreadable import unreadable_image
+from ranklit.data.preprocess import BACKGROUND, to_rgb
 
 __all__ = ["BACKGROUND", "IMAGE_EXTENSIONS", "load_image", "relevant_side"]
 
 IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 """The file extensions (any case) the folder datasets read; other files are skipped and counted."""
 
-BACKGROUND: tuple[int, int, int] = (255, 255, 255)
-"""The colour transparent pixels are composited over."""
-
-_TRANSPARENT = ("LA", "RGBA", "PA", "La", "RGBa")
 _ORIENTATION = 0x0112  # the EXIF tag
 _TRANSPOSING = (5, 6, 7, 8)  # orientations that swap width and height
 
@@ -122,31 +121,8 @@ def _decode(
             image.load()
             if orientation != 1:
                 image = ImageOps.exif_transpose(image)
-            return _to_rgb(image), factor
+            return to_rgb(image), factor
     except FileNotFoundError:
         raise FileNotFoundError(f"Image file not found: {path}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as error:
         raise unreadable_image(path, error) from error  # a UserError (a ValueError) with the fix for its cause
-
-
-def _to_rgb(image: Image.Image) -> Image.Image:
-    if image.mode in ("I", "F") or image.mode.startswith("I;16"):
-        return Image.fromarray(_scaled_to_8_bits(np.asarray(image), image.mode), "L").convert("RGB")
-    if image.mode in _TRANSPARENT or "transparency" in image.info:
-        return _composite(image.convert("RGBA"))
-    return image if image.mode == "RGB" else image.convert("RGB")  # an RGB image as decoded: no copy
-
-
-def _scaled_to_8_bits(values: np.ndarray, mode: str) -> np.ndarray:
-    """16/32-bit integer grayscale by the 16-bit range, float by [0, 1] when it lies there (module docstring)."""
-    values = np.nan_to_num(values.astype(np.float64))
-    if mode != "F":
-        values = values * (255.0 / 65535.0)
-    elif values.size and values.min() >= 0.0 and values.max() <= 1.0:
-        values = values * 255.0
-    return np.clip(np.rint(values), 0, 255).astype(np.uint8)
-
-
-def _composite(image: Image.Image) -> Image.Image:
-    background = Image.new("RGBA", image.size, (*BACKGROUND, 255))
-    return Image.alpha_composite(background, image).convert("RGB")

@@ -10,13 +10,17 @@ axis ``B``; output ``embeddings`` ``[B, D]``. Multi-scale evaluation (``model.ev
 
 After writing, the file is loaded back (onnxruntime for ONNX, when installed) and run on a batch of random images;
 the largest absolute difference with the network is recorded in the card (``export.max_abs_diff``) and an export that
-differs by more than ``1e-4`` is refused.
+differs by more than ``1e-4`` is refused. Beside the model, ``ranklit_preprocess.py`` (a copy of
+:mod:`ranklit.data.preprocess`: numpy and Pillow only) turns an image file into the network's input as ranklit
+does; the preprocessing is not part of the graph (decoding, orientation and transparency are not tensor operations,
+and an image's size sets the resize).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +31,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ranklit.deploy._model import LoadedModel
+from ranklit.data import preprocess as preprocess_module
+from ranklit.deploy._model import PREPROCESS_FILE, LoadedModel
 from ranklit.errors import UserError
 
 __all__ = ["FORMATS", "card_path", "export_model"]
@@ -97,7 +102,8 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
         format: ``"onnx"`` or ``"torchscript"``.
 
     Returns:
-        The card written (the model's card plus ``export``: format, file, batch axis, the verified difference).
+        The card written (the model's card plus ``export``: format, file, batch axis, the verified difference);
+        ``ranklit_preprocess.py`` is written beside ``output`` (module docstring).
 
     Cost: one trace of the network and one forward pass of 3 images through the export.
     """
@@ -129,4 +135,5 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
                    "max_abs_diff": difference},
     }
     card_path(output).write_text(json.dumps(card, indent=2))
+    shutil.copyfile(Path(preprocess_module.__file__), output.parent / PREPROCESS_FILE)  # the server's preprocessing
     return card

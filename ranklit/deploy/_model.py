@@ -6,11 +6,15 @@ without ranklit's config machinery and an index is never searched with another m
     {"format": "ranklit-model", "version": 1,
      "input": {"channels": 3, "height": 224, "width": 224, "layout": "NCHW", "dtype": "float32", "name": "images"},
      "preprocessing": {"resize_size": 256, "crop_size": 224, "interpolation": "bilinear",
-                       "mean": [...], "std": [...], "scale": "RGB divided by 255, then (x - mean) / std"},
+                       "mean": [...], "std": [...], "scale": "RGB divided by 255, then (x - mean) / std",
+                       "recipe": [every step, in words], "code": "ranklit_preprocess.py ..."},
      "output": {"name": "embeddings", "embedding_dim": 512, "l2_normalised": true},
      "model_sha256": "...", "checkpoint": "/abs/path.ckpt", "versions": {"ranklit": ..., "torch": ...},
      "config": {...}}
 
+``preprocessing`` is the complete recipe from an image file to the network's input (decoding, EXIF orientation,
+transparency over white, resize, crop, normalisation: :data:`ranklit.data.preprocess.RECIPE`), which the file
+``ranklit_preprocess.py`` that ``ranklit export`` writes beside the model computes with numpy and Pillow only.
 ``model_sha256`` hashes the network's weights (names, shapes, values): two cards describe the same model iff their
 hashes agree. ``config`` is the YAML config the network was built from, as read.
 """
@@ -28,11 +32,14 @@ import torch
 import yaml
 from torch import nn
 
+from ranklit._checkpoint import load_checkpoint
 from ranklit.errors import UserError
 
-__all__ = ["CARD_FORMAT", "LoadedModel", "load_model", "weights_sha256"]
+__all__ = ["CARD_FORMAT", "PREPROCESS_FILE", "LoadedModel", "load_model", "weights_sha256"]
 
 CARD_FORMAT = "ranklit-model"
+PREPROCESS_FILE = "ranklit_preprocess.py"
+"""What ``ranklit export`` names its copy of :mod:`ranklit.data.preprocess`, beside the model."""
 
 
 def weights_sha256(net: nn.Module) -> str:
@@ -103,13 +110,8 @@ def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
         raise UserError(f"{config}: `model.net` cannot be built: {str(error).splitlines()[0]}") from error
 
 
-def _load_weights(net: nn.Module, ckpt_path: Path, config: Path) -> None:
-    if not ckpt_path.is_file():
-        raise UserError(f"checkpoint {ckpt_path} not found.")
-    try:
-        checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)  # a Lightning checkpoint (pickled)
-    except Exception as error:  # not a torch file, truncated, ...
-        raise UserError(f"{ckpt_path} cannot be read as a checkpoint ({type(error).__name__}: {error}).") from None
+def _load_weights(net: nn.Module, ckpt_path: Path, config: Path) -> dict[str, Any]:
+    checkpoint = load_checkpoint(ckpt_path)  # weights only: a checkpoint naming code to run is refused
     state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(state, dict):
         raise UserError(f"{ckpt_path} is not a Lightning checkpoint of ranklit (no `state_dict`).")
@@ -122,26 +124,31 @@ def _load_weights(net: nn.Module, ckpt_path: Path, config: Path) -> None:
             f"{ckpt_path}: its network does not fit `model.net` of {config} ({problem}). Give the `config.yaml` of "
             "the run that wrote the checkpoint."
         ) from None
+    return checkpoint
 
 
 def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
     """Build ``model.net`` of ``config`` (a run's ``config.yaml``), load the network's weights of ``ckpt_path``.
 
-    The preprocessing is the config's evaluation transform (``data.resize_size``, ``crop_size``, ``mean``, ``std``;
-    :class:`ranklit.data.RetrievalDataModule`'s defaults where absent). The network is put in eval mode.
+    The preprocessing is the one the checkpoint was trained with (``data.resize_size``, ``crop_size``, ``mean``,
+    ``std``: recorded in the checkpoint, :mod:`ranklit.data._recorded`); for an older checkpoint that records none, the
+    config's (:class:`ranklit.data.RetrievalDataModule`'s defaults where absent). The network is put in eval mode.
 
     Raises:
         UserError: a missing file, a config without ``model.net``, or a checkpoint whose network does not fit it.
     """
-    from ranklit.data import RetrievalDataModule
+    from ranklit.data import RetrievalDataModule, recorded_preprocessing
+    from ranklit.data.preprocess import RECIPE
 
     config, ckpt_path = Path(config), Path(ckpt_path)
     tree = _read_config(config)
     net = _build_net(tree["model"]["net"], config)
-    _load_weights(net, ckpt_path, config)
+    checkpoint = _load_weights(net, ckpt_path, config)
     net.eval()
     defaults = {name: p.default for name, p in inspect.signature(RetrievalDataModule).parameters.items()}
     data = {**defaults, **(tree.get("data") or {})}
+    recorded = recorded_preprocessing(checkpoint, ckpt_path)
+    data.update(recorded[0] if recorded is not None else {})
     size = int(data["crop_size"])
     with torch.no_grad():
         probe = net(torch.zeros(2, 3, size, size))
@@ -159,6 +166,8 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
             "mean": [float(v) for v in data["mean"]],
             "std": [float(v) for v in data["std"]],
             "scale": "RGB divided by 255, then (x - mean) / std per channel",
+            "recipe": RECIPE,
+            "code": f"{PREPROCESS_FILE} (numpy + Pillow): preprocess(image_file, card['preprocessing'])",
         },
         "output": {"name": "embeddings", "embedding_dim": int(probe.shape[1]), "l2_normalised": normalised},
         "model_sha256": weights_sha256(net),

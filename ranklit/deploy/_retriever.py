@@ -20,6 +20,7 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from ranklit._checkpoint import load_checkpoint
 from ranklit.data.decoding import load_image
 from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
@@ -83,7 +84,7 @@ class Retriever:
         self.card = read_index_card(files.folder)
         self.paths: list[str] = json.loads(files.paths.read_text())
         net = _build_net(self.card["config"]["model"]["net"], files.card)
-        net.load_state_dict(torch.load(files.weights, map_location="cpu", weights_only=True))
+        net.load_state_dict(load_checkpoint(files.weights))
         if weights_sha256(net) != self.card["model_sha256"]:
             raise UserError(f"{files.weights} is not the network of {files.card} (model_sha256 differs): rebuild it.")
         self.device = torch.device(device)

@@ -6,7 +6,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
-import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from torch import Tensor, nn
@@ -19,6 +18,7 @@ from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models._backbones import EmbeddingNet
 from ranklit.models._compile import compile_in_place, compile_options
+from ranklit.models._safe_loading import SafeLoading
 from ranklit.training import (
     CrossBatchMemory,
     MultistageBackprop,
@@ -54,7 +54,7 @@ def _checkpoint_shape_errors(module: nn.Module, state_dict: dict[str, Any]) -> l
     ]
 
 
-class RetrievalModule(L.LightningModule):
+class RetrievalModule(SafeLoading):
     """Embedding network + ranking loss + retrieval metrics.
 
     Training: each batch ``{"image", "label", "index"}`` is embedded and the loss ranks every query against the
@@ -86,7 +86,8 @@ class RetrievalModule(L.LightningModule):
     **Hyper-parameters**: plain options are saved in ``hparams``; the injected parts are saved only as the
     configuration the ``ranklit`` CLI gives (so ``RetrievalModule.load_from_checkpoint(path)`` rebuilds a CLI run);
     objects passed from Python are not pickled into checkpoints: pass them again,
-    ``RetrievalModule.load_from_checkpoint(path, net=..., loss=...)``.
+    ``RetrievalModule.load_from_checkpoint(path, net=..., loss=...)``, which loads the file weights-only
+    (:mod:`ranklit.models._safe_loading`: a checkpoint that names code to run is refused, nothing of it runs).
 
     Args:
         net: the embedding network (:class:`ranklit.models.EmbeddingNet`, or any module with L2-normalised output,

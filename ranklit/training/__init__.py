@@ -3,6 +3,7 @@
 The Lightning callbacks (resume, faults, checkpoints, ...) are in :mod:`ranklit.callbacks`.
 """
 
+from ranklit.training._checkpoint_io import SafeCheckpointIO, use_safe_checkpoint_io
 from ranklit.training._distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
 from ranklit.training._manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
 from ranklit.training._memory import CrossBatchMemory
@@ -14,6 +15,7 @@ __all__ = [
     "CrossBatchMemory",
     "MultistageBackprop",
     "RankingObjective",
+    "SafeCheckpointIO",
     "average_gradients",
     "gather_retrieval_set",
     "gather_with_grad",
@@ -26,4 +28,5 @@ __all__ = [
     "slurm_plugins",
     "step_lr_schedulers",
     "unrequested_hpc_checkpoints",
+    "use_safe_checkpoint_io",
 ]

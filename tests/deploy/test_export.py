@@ -4,7 +4,10 @@ within 1e-4 for batches of 1 and 5, their card says how to feed them, and a mist
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ import yaml
 from PIL import Image
 
 from ranklit.cli import main
-from ranklit.data.transforms import test_transform
+from ranklit.landmarks.descriptors import DescriptorShards
 from tests.cli.cli_cases import drive
 
 from .conftest import Run
@@ -86,24 +89,63 @@ def test_export_mistakes_exit_2_with_one_line(run: Run, tmp_path: Path) -> None:
     assert not list(tmp_path.glob("m.*"))  # a refusal writes nothing
 
 
-def test_the_docs_onnxruntime_server_gives_the_networks_embeddings(run: Run, exported: dict[str, Path],
-                                                                   tmp_path: Path) -> None:  # fmt: skip
-    """The serving snippet of docs/deploy.md, run as written (file names replaced), on images of odd sizes."""
+def _image_kinds(folder: Path) -> list[Path]:
+    """The kinds of files a served model meets: transparent, palette (with a transparent index), 16-bit and
+    grayscale PNGs, an EXIF-rotated and a plain JPEG; sizes that make the resize shrink and enlarge."""
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+
+    def smooth(height: int, width: int, channels: int = 3) -> np.ndarray:
+        low = rng.integers(0, 255, (5, 5, channels), dtype=np.uint8)
+        return np.asarray(Image.fromarray(low.squeeze()).resize((width, height), Image.BILINEAR))
+
+    rgba = np.dstack([smooth(45, 61), smooth(45, 61)[..., 0]])  # alpha: a smooth field
+    rgba[:10, :, 3] = 0  # fully transparent rows hiding colours (a convert("RGB") shows them)
+    Image.fromarray(rgba, "RGBA").save(folder / "transparent.png")
+    palette = Image.fromarray(smooth(70, 33)).quantize(16)
+    palette.save(folder / "palette.png", transparency=int(np.asarray(palette)[0, 0]))
+    deep = (smooth(20, 28)[..., 0].astype(np.uint16) * 257 + rng.integers(0, 257, (20, 28))).astype(np.uint16)
+    Image.fromarray(deep).save(folder / "deep16.png")  # 16-bit grayscale, enlarged to 32
+    Image.fromarray(smooth(50, 40)[..., 0], "L").save(folder / "gray.jpg", quality=90)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90° clockwise to display"
+    Image.fromarray(smooth(36, 64)).save(folder / "rotated.jpg", exif=exif, quality=90)
+    Image.fromarray(smooth(32, 32)).save(folder / "plain.jpg", quality=90)
+    assert Image.open(folder / "deep16.png").mode.startswith("I") and Image.open(folder / "palette.png").mode == "P"
+    return sorted(folder.iterdir())
+
+
+def test_the_docs_onnxruntime_server_gives_ranklit_index_embeddings(run: Run, exported: dict[str, Path],
+                                                                    tmp_path: Path) -> None:  # fmt: skip
+    """The serving snippet of docs/deploy.md, run as written (file names replaced), equals `ranklit index`."""
     pytest.importorskip("onnxruntime")
     page = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
     snippet = re.search(r"### Serving.*?```python\n(.*?)```", page, flags=re.S).group(1)  # type: ignore[union-attr]
-    rng = np.random.default_rng(0)
-    names = []
-    for number, (height, width) in enumerate([(45, 61), (70, 33), (32, 32)]):
-        low = Image.fromarray(rng.integers(0, 255, (5, 5, 3), dtype=np.uint8)).resize((width, height), Image.BILINEAR)
-        low.save(tmp_path / f"{'abc'[number]}.png")
-        names.append(str(tmp_path / f"{'abc'[number]}.png"))
-    code = snippet.replace('"model.onnx', f'"{exported["onnx"]}').replace('["a.jpg", "b.jpg", "c.jpg"]', repr(names))
+    names = [str(path) for path in _image_kinds(tmp_path / "images")]
+    main(["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(tmp_path / "images"),
+          "--output", str(tmp_path / "index"), "--no-progress", "--accelerator", "cpu"])  # fmt: skip
+    shards = DescriptorShards(tmp_path / "index" / "descriptors")
+    indexed = torch.empty(len(names), shards.dim)
+    indexed[shards.index] = shards.tensor()
+    assert json.loads((tmp_path / "index" / "paths.json").read_text()) == names
+    folder = str(exported["onnx"].parent)
+    code = snippet.replace('"model.onnx', f'"{exported["onnx"]}').replace('["a.jpg", "b.png", "c.png"]', repr(names))
     namespace: dict = {}
-    exec(code, namespace)  # the documentation's own code
-    transform = test_transform(32, 32)
-    with torch.no_grad():
-        expected = run.net()(torch.stack([transform(Image.open(n).convert("RGB")) for n in names]))
-    # Pillow's and torchvision's bilinear resizes differ by one grey level on some pixels (measured: <= 1, mean
-    # 0.002-0.2): 4.7e-4 on these embeddings; a missing normalisation or crop would be off by > 0.1
-    torch.testing.assert_close(torch.from_numpy(namespace["embeddings"]), expected, atol=2e-3, rtol=0)
+    sys.path.insert(0, folder)  # where `ranklit export` wrote ranklit_preprocess.py
+    try:
+        exec(code, namespace)  # the documentation's own code
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("ranklit_preprocess", None)
+    served = torch.from_numpy(namespace["embeddings"])
+    assert (served - indexed).abs().max() <= 1e-4, (served - indexed).abs().max(dim=1)
+
+
+def test_the_preprocessing_file_needs_numpy_and_pillow_only(exported: dict[str, Path]) -> None:
+    """ranklit_preprocess.py, as exported, imports in a fresh interpreter that cannot import torch or ranklit."""
+    folder = exported["onnx"].parent
+    blocked = "import sys; sys.modules.update(dict.fromkeys(['torch', 'ranklit', 'torchvision'], None)); "
+    code = blocked + "import ranklit_preprocess as p; print(len(p.RECIPE))"
+    probe = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": ""})  # fmt: skip
+    assert probe.returncode == 0 and probe.stdout.strip() == "5", probe.stderr[-2000:]

@@ -12,7 +12,10 @@ shell command. :func:`check_injected` refuses, before anything is built:
   ``torch.optim.Optimizer`` subclass, ``model.lr_scheduler`` an ``LRScheduler`` (or ``ReduceLROnPlateau``),
   ``data.batch_sampler`` a ``torch.utils.data.Sampler``, a ``transform`` a class whose instances are callable.
 
-Each refusal is one :class:`ranklit.errors.UserError` naming the key, the value and the expected type. This keeps
+The ``ranklit`` command checks its config (after Lightning merged a ``--ckpt_path``'s hyper-parameters into it), and
+:meth:`ranklit.models.RetrievalModule.load_from_checkpoint` the hyper-parameters of the file (a checkpoint's
+hyper-parameters are a config). Each refusal is one :class:`ranklit.errors.UserError` naming the key, the value and
+the expected type. This keeps
 a typo or a hostile value out of the calls ranklit makes; it does not make a config safe to run: importing a module
 runs its code, as a Python script does.
 

@@ -1,0 +1,89 @@
+"""The one way ranklit opens a checkpoint: weights only, never a full pickle.
+
+A ``.ckpt`` (or ``.pt``) file is a pickle, and unpickling a file can call any function it names (``os.system``,
+``subprocess.Popen``, ``builtins.exec``…). Every checkpoint ranklit reads goes through :func:`load_checkpoint`, which
+calls ``torch.load(..., weights_only=True)``: torch's restricted unpickler, which refuses any global outside its set of
+tensor rebuilders and plain containers *before* calling anything. That covers ``ranklit fit --ckpt_path``/``--resume``,
+``test``/``validate``/``predict --ckpt_path`` (ranklit's check, then Lightning's own restore through
+:class:`ranklit.training.SafeCheckpointIO`), ``export``, ``index``, ``search`` (the index's ``net.pt``),
+:func:`ranklit.deploy.load_model`, :meth:`ranklit.deploy.Retriever.from_index` and
+:meth:`ranklit.models.RetrievalModule.load_from_checkpoint`.
+
+**Why no allow-list.** What ranklit and Lightning write is tensors (``torch._utils._rebuild_tensor_v2`` and
+``torch.*Storage``), ``collections.OrderedDict`` and plain values (dicts, lists, strings, numbers, ``None``): the
+globals found in a ``ranklit fit`` checkpoint, all in torch's weights-only set since torch 2.2, the oldest ranklit
+supports. No class of ranklit's own is pickled (the hyper-parameters are the config's ``class_path``/``init_args``
+dicts), so nothing needs ``torch.serialization.add_safe_globals`` (torch >= 2.4) and nothing is loaded as a full
+pickle. A checkpoint that names any other global is refused with one line naming the file. torch before 2.6 had a
+weights-only bypass (CVE-2025-32434): use torch >= 2.6 for files from others.
+
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` does not change this: torch applies it only where ``weights_only`` is not given.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+
+from ranklit.errors import UserError
+
+__all__ = ["load_checkpoint"]
+
+
+def _refusal(name: str, error: pickle.UnpicklingError) -> str:
+    """The line for torch's refusal: a global outside its set (code to run), or a file that is no pickle at all."""
+    lines = [line.strip().rstrip(".") for line in str(error).splitlines()]
+    detail = next((line for line in lines if "GLOBAL" in line), None)
+    if detail is None:
+        after = lines[next((i for i, line in enumerate(lines) if "error:" in line), len(lines)) + 1 :]
+        cause = next((line for line in after if line), "not a torch file")  # e.g. "Unsupported operand 255"
+        return f"{name}: cannot be read as a checkpoint (UnpicklingError: {cause[:200]})."
+    return (
+        f"{name}: refused to load a checkpoint that names code to run ({detail}): unpickling it could execute that "
+        "code, so nothing of it was run. Use a checkpoint written by ranklit, from a source you trust."
+    )
+
+
+def load_checkpoint(source: str | Path | IO[bytes], *, map_location: Any = "cpu", name: str | None = None) -> Any:
+    """Load a checkpoint weights-only (module docstring); every failure is one line naming the file.
+
+    Args:
+        source: the checkpoint file (or a binary file object).
+        map_location: as ``torch.load``'s (default: every tensor on the CPU).
+        name: how the messages call a file object (default: its ``name``, else "the checkpoint").
+
+    Raises:
+        UserError: the file is missing, names code to run (nothing of it is run), or is not a torch file.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "a.ckpt"
+        >>> torch.save({"state_dict": {"w": torch.ones(2)}}, path)
+        >>> load_checkpoint(path)["state_dict"]["w"]
+        tensor([1., 1.])
+        >>> class Payload:
+        ...     def __reduce__(self):
+        ...         return (os.system, ("echo pwned",))
+        >>> torch.save({"state_dict": {"w": Payload()}}, path)
+        >>> load_checkpoint(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ranklit.errors.UserError: ...a.ckpt: refused to load a checkpoint that names code to run (...system...)...
+    """
+    if name is None:
+        name = str(source) if isinstance(source, (str, Path)) else str(getattr(source, "name", "the checkpoint"))
+    if isinstance(source, (str, Path)) and not Path(source).is_file():
+        raise UserError(f"checkpoint {source} not found{' (a folder)' if Path(source).is_dir() else ''}.")
+    try:
+        if isinstance(source, (str, Path)):
+            return torch.load(source, map_location=map_location, weights_only=True)
+        return torch.load(io.BytesIO(source.read()), map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise UserError(_refusal(name, error)) from None
+    except Exception as error:  # not a torch file, truncated, unreadable...
+        first_line = (str(error).splitlines() or [""])[0][:200]
+        raise UserError(f"{name}: cannot be read as a checkpoint ({type(error).__name__}: {first_line}).") from None
