@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
-HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation"}
+HELPERS = {"ranklit._checks", "ranklit.errors", "ranklit._deprecation", "ranklit._locks"}
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 
 

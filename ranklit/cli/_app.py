@@ -20,7 +20,8 @@ cross-batch memory in every checkpoint), :class:`ranklit.callbacks._locks.RunLoc
 and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.callbacks.RunCheckpoint` (``last.ckpt`` on the
 schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
 :class:`ranklit.callbacks.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
-:mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
+:mod:`ranklit.training.stops`); with it, :class:`ranklit.callbacks._training_stops.TrainingStops` (the same stops,
+no checkpoint). **Resuming is re-running the same command with** ``--resume true`` (or
 ``--ckpt_path last``): :mod:`ranklit.cli._resuming` finds the run and its newest checkpoint that loads, the run
 logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
 baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
@@ -52,6 +53,7 @@ from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter, count_rows
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumeRefused
+from ranklit.callbacks._training_stops import TrainingStops
 from ranklit.cli import _data_check as data_check
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
@@ -211,6 +213,8 @@ class RanklitCLI(CheckpointSettingsCLI):
             callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
+        elif not any(isinstance(c, TrainingStops) for c in callbacks):
+            callbacks.append(TrainingStops())  # no checkpoints: the stops (exit 128 + n) all the same
         set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release_all
+from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, put_back, release_all
 from ranklit.callbacks._resume import ResumeRefused
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
@@ -40,6 +40,7 @@ OR_FRESH = "or_fresh"
 
 _FOLDER_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # loggers whose run folder is save_dir/name/version
 _snapshots: list[RunSnapshot] = []  # the run folder of this process's resume, to restore on a refusal
+_stale_locks: list[tuple[Path, bytes, int]] = []  # the stale lock it took over: path, contents, modification time
 
 
 @dataclass
@@ -147,10 +148,9 @@ def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None
     snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
     if rank_zero_process():
         stale = acquire(folder)
-        snapshot = RunSnapshot(folder)
+        _snapshots.append(RunSnapshot(folder, skip=(LOCK_FILE,)))  # the lock is released on every way out
         if stale is not None:  # a refusal puts back the stale lock taken over, as it was
-            snapshot.files[folder / LOCK_FILE] = (stale[0], len(stale[0]), stale[1])
-        _snapshots.append(snapshot)
+            _stale_locks.append((folder / LOCK_FILE, *stale))
     if logger is None or not str(getattr(logger, "class_path", "")).endswith(_FOLDER_LOGGERS):
         return
     name = folder.name
@@ -175,8 +175,12 @@ def refusals_and_stops() -> Iterator[None]:
     except (ResumeRefused, RunLocked) as refusal:
         for snapshot in _snapshots:
             snapshot.restore()
+        release_all()  # before the stale locks are put back (a Lightning callback may have released it already)
+        for path, contents, mtime in _stale_locks:
+            put_back(path, contents, mtime)
         sys.stderr.write(f"error: {refusal}\n")
         raise SystemExit(2) from None
     finally:
         _snapshots.clear()
+        _stale_locks.clear()
         release_all()

@@ -37,10 +37,11 @@ import lightning as L
 import torch
 import torch.distributed as dist
 from lightning.pytorch.plugins.environments import SLURMEnvironment
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ranklit._compat.lightning import add_signal_handlers, cluster_environment, request_stop
 
-__all__ = ["StopSignals", "agree_to_stop", "exit_code", "stop_requested", "stopped_by"]
+__all__ = ["StopSignals", "agree_to_stop", "exit_code", "record_stop", "stop_requested", "stopped_by"]
 
 # The signal this process was asked to stop by (`requested`, kept from the baseline validation into `fit`), and the
 # signal that did stop its last run (`stopped`): module state, as signals are.
@@ -68,6 +69,27 @@ def mark_stopped(signum: int | None) -> None:
     _signals["stopped"] = signum
     if signum is not None:
         _signals["requested"] = None
+
+
+def record_stop(exception: BaseException) -> int | None:
+    """Record the stop an exception ending a run stands for (:func:`mark_stopped`) and return its signal: ``SIGINT``
+    for a second Ctrl-C's ``KeyboardInterrupt``, the signal agreed on (``SIGTERM`` by default) for Lightning's
+    ``SIGTERMException``; ``None`` for any other exception (nothing recorded).
+
+    Example:
+        >>> record_stop(KeyboardInterrupt()) == signal.SIGINT, exit_code()
+        (True, 130)
+        >>> mark_stopped(None); record_stop(ValueError()) is None
+        True
+    """
+    signum: int | None = None
+    if isinstance(exception, KeyboardInterrupt):
+        signum = signal.SIGINT
+    elif isinstance(exception, SIGTERMException):
+        signum = stop_requested() or signal.SIGTERM
+    if signum is not None:
+        mark_stopped(signum)
+    return signum
 
 
 def _request(signum: int, frame: FrameType | None) -> None:
