@@ -27,11 +27,11 @@ import lightning as L
 from lightning.pytorch.callbacks import Callback
 from typing_extensions import override
 
-from ranklit._locks import holder, put_back, release_all, start_time, take
+from ranklit._locks import holder, put_back, release_all, sibling_lock, start_time, take
 from ranklit._locks import release as release_lock
 
-__all__ = ["LOCK_FILE", "RunLock", "RunLocked", "acquire", "lock_holder", "put_back", "release", "release_all",
-           "start_time"]  # fmt: skip
+__all__ = ["LOCK_FILE", "RunLock", "RunLocked", "acquire", "lock_holder", "lock_output", "put_back", "release",
+           "release_all", "start_time"]  # fmt: skip
 
 LOCK_FILE = "run.lock"
 
@@ -58,6 +58,18 @@ def acquire(folder: str | Path) -> tuple[bytes, int] | None:
         return RunLocked(f"{folder} is being trained by {who}: wait for it or stop it, then resume.")
 
     return take(Path(folder) / LOCK_FILE, busy)
+
+
+def lock_output(folder: str | Path, command: str) -> None:
+    """Take the lock of the output folder ``folder`` of ``command`` (``ranklit index``, ``ranklit predict``): the
+    file ``.<name>.lock`` beside it (:func:`ranklit._locks.sibling_lock`); raise :class:`RunLocked` naming the live
+    process that writes it. Released with the command's other locks (:func:`release_all`)."""
+
+    def busy(who: str) -> RunLocked:
+        return RunLocked(f"{folder} is being written by {who} (`{command}`): wait for it to finish or stop it, "
+                         "then run the command again.")  # fmt: skip
+
+    take(sibling_lock(folder), busy)
 
 
 def release(folder: str | Path) -> None:

@@ -48,7 +48,7 @@ from typing_extensions import override
 from ranklit._compat.lightning import CheckpointSettingsCLI
 from ranklit.callbacks import FaultTolerance, ResumableTraining, RunCheckpoint
 from ranklit.callbacks._evaluation_stops import EvaluationStops
-from ranklit.callbacks._locks import RunLock, acquire
+from ranklit.callbacks._locks import RunLock, acquire, lock_output
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter, count_rows
 from ranklit.callbacks._ranking_images import RankingGridLogger
@@ -242,6 +242,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[self.subcommand]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
             callbacks.append(EmbeddingWriter(config["predictions_path"], overwrite=config.get("overwrite", False)))
+        for writer in (c for c in callbacks if isinstance(c, EmbeddingWriter) and rank_zero_process()):
+            lock_output(writer.path, "ranklit predict")  # one prediction per folder: a second one is refused
         if self.config_init[self.subcommand].get("return_predictions") is None:
             self.config_init[self.subcommand]["return_predictions"] = False
 

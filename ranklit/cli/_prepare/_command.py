@@ -26,11 +26,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ranklit._locks import release_all
 from ranklit.cli._prepare._catalog import CATALOG
 from ranklit.cli._prepare._download import check_space, digests, download, human
 from ranklit.cli._prepare._entries import DatasetEntry
 from ranklit.cli._prepare._extraction import unpack
 from ranklit.cli._prepare._record import RECORD, read_record, record_problems, write_record
+from ranklit.cli._prepare._root_lock import lock_root
 from ranklit.cli._prepare._sources import GIVEN, Source, resolve_sources
 from ranklit.errors import UserError
 
@@ -173,6 +175,7 @@ def prepare(entry: DatasetEntry, root: Path, options: argparse.Namespace) -> tup
         if folder.exists() and not folder.is_dir():
             raise UserError(f"--root: {folder} is a file; give a folder (it is created if missing).")
     sources = resolve_sources(entry, options.source, options.sha256, root)
+    lock_root(target)  # one prepare of a root at a time (released when the command ends)
     if (lines := _existing(target, entry, sources)) is not None:
         return target, lines, True
     _writable(target.parent)
@@ -214,6 +217,8 @@ def main(args: list[str]) -> None:
         sys.stderr.write("interrupted: nothing was moved into --root; run the same command to continue (a partial "
                          "download resumes).\n")  # fmt: skip
         raise SystemExit(130) from None
+    finally:
+        release_all()  # the root's lock
     data_root = target.parent if entry.subfolder else target
     state = "already prepared (its record verified; nothing downloaded)" if again else "prepared"
     _say(f"{entry.name} {state} in {target}: {'; '.join(lines)}")
