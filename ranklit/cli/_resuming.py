@@ -4,7 +4,8 @@
 that has a resumable checkpoint (or the configured ``version``), from its most advanced checkpoint that loads
 (:func:`ranklit.cli._runs.latest_checkpoint`, by recorded training progress; each damaged one is named on stderr
 with the reason). When that version has checkpoints but none can be resumed, the resume is refused, naming each
-file and a complete best checkpoint to pass as ``--ckpt_path``; ``--resume or_fresh`` starts a new version instead.
+file, a complete best checkpoint to pass as ``--ckpt_path`` and the newest older version that can be resumed (with
+the ``--ckpt_path`` that continues it); ``--resume or_fresh`` starts a new version instead (and names that older one).
 An explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder
 wherever it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
@@ -89,7 +90,8 @@ def find_resume(config: Any) -> ResumeRequest | None:
     if config.get("resume") or config.get("ckpt_path") == "last":
         version = logger_args.get("version") if logger_args is not None else None
         request = ResumeRequest(None)
-        for folder in _candidate_folders(config, experiment, version):
+        candidates = _candidate_folders(config, experiment, version)
+        for folder in candidates:
             point = latest_checkpoint(folder / "checkpoints")
             for line in point.skipped:
                 sys.stderr.write(f"Skipping {line}.\n")
@@ -97,10 +99,11 @@ def find_resume(config: Any) -> ResumeRequest | None:
                 request = ResumeRequest(folder, point)
                 break
         if request.folder is not None and request.point.path is None:
+            older = _older_resumable(candidates[candidates.index(request.folder) + 1 :])
             if config.get("resume") != OR_FRESH or config.get("ckpt_path") == "last":
-                raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point))
+                raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point) + older)
             sys.stderr.write(f"--resume {OR_FRESH}: no checkpoint of {request.folder} can be resumed (kept as they "
-                             "are); starting a fresh run.\n")  # fmt: skip
+                             f"are); starting a fresh run.{older}\n")  # fmt: skip
             return None
         if request.folder is None:
             where = f"{experiment}/version_*/checkpoints" if version is None else f"{experiment}/{version}/checkpoints"
@@ -138,6 +141,20 @@ def _nothing_resumable(folder: Path, point: ResumePoint) -> str:
         f"--resume: no checkpoint of {folder} can be resumed: {'; '.join(point.skipped)}. {fallback}"
         f"`--resume {OR_FRESH}` starts a new run instead (these files are kept)."
     )
+
+
+def _older_resumable(folders: list[Path]) -> str:
+    """`` An older run ... continues it.``: the newest of ``folders`` (older versions) with a checkpoint that can be
+    resumed, and the ``--ckpt_path`` that continues it; ``""`` when none has one."""
+    for folder in folders:
+        point = latest_checkpoint(folder / "checkpoints")
+        if point.path is not None:
+            epoch, step = point.checkpoint.get("epoch"), point.checkpoint.get("global_step")
+            return (
+                f" An older run, {folder}, holds a complete training state ({point.path.name}, epoch {epoch}, step "
+                f"{step}): `--ckpt_path {point.path}` continues it."
+            )
+    return ""
 
 
 def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
