@@ -66,6 +66,7 @@ from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data._datamodule import RetrievalDataModule
 from ranklit.models._module import RetrievalModule
+from ranklit.training._parent_watch import watch_parent
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -280,6 +281,7 @@ def command_line(args: list[str]) -> Iterator[None]:
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
     args = resolve_config_paths(sys.argv[1:] if args is None else list(args))  # configs, data prepare: _dispatch
+    watch_parent()  # a torchrun worker stops (exit 143, resumable) when its agent dies
     if args[:1] == ["data"]:  # `ranklit data check --config X`: ranklit.cli._data_check
         with user_errors():
             check_command_line(args[1:])

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.callbacks.faults_harness import RUN, assert_same_run, folder_digest, rows, run, signal_at
+from tests.callbacks.faults_harness import (
+    RUN,
+    STEPS_PER_EPOCH,
+    assert_same_run,
+    folder_digest,
+    resume_step,
+    rows,
+    run,
+    signal_at,
+)
 
 pytestmark = pytest.mark.timeout(1500)
 LONG = pytest.mark.long
@@ -69,3 +78,19 @@ def test_a_resume_refused_by_the_sampler_check_leaves_no_lock(first: str, extra:
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert "error: " in refused.stderr and "Traceback" not in refused.stderr
     assert folder_digest(tmp_path) == before
+
+
+@LONG
+def test_torchrun_workers_stop_resumably_when_their_agent_is_killed(references, tmp_path: Path) -> None:
+    """``kill -9`` of the ``torchrun`` agent in step 3: both workers notice their parent is gone, stop after the same
+    batch and save ``interrupted.ckpt`` (they used to train to the end of the run, unseen); the resumed run ends as
+    the uninterrupted one."""
+    killed = run(tmp_path, "torchrun", 0, signal_at(3, "SIGKILL", to="parent"))
+    assert killed.returncode == -signal.SIGKILL and killed.signal_to_exit is not None
+    assert killed.signal_to_exit < 60, killed.stderr[-3000:]  # the workers' exit closes the pipe the harness reads
+    stopped_at = resume_step(tmp_path)
+    assert stopped_at is not None and 3 <= stopped_at < 2 * STEPS_PER_EPOCH, killed.stderr[-3000:]
+    assert (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").is_file()
+    result = run(tmp_path, "torchrun", 0, "--resume=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_run(tmp_path, references["torchrun", 0])
