@@ -207,8 +207,6 @@ class RanklitCLI(CheckpointSettingsCLI):
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
-        if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
-            acquire(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         callbacks.append(RunLock(folder))
         if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())
@@ -216,7 +214,9 @@ class RanklitCLI(CheckpointSettingsCLI):
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
         elif not any(isinstance(c, TrainingStops) for c in callbacks):
             callbacks.append(TrainingStops())  # no checkpoints: the stops (exit 128 + n) all the same
-        set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])
+        set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])  # may refuse: before the lock
+        if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
+            acquire(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
         return trainer
