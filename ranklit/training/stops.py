@@ -3,8 +3,9 @@
 Lightning's own ``SIGTERM`` handler forwards the signal to the launcher's children and runs a collective
 (``broadcast``) inside the handler, whichever collective the other processes are in at that moment: a ``SIGTERM``
 sent to every process of a DDP run (what a scheduler or ``docker stop`` does) deadlocks it. :class:`StopSignals`
-replaces the handlers of ``SIGTERM``, ``SIGINT`` (Ctrl-C) and ``SIGUSR1`` (unless SLURM's auto-requeue uses it):
-the handler only records the request. :func:`agree_to_stop`, called by :class:`ranklit.callbacks.FaultTolerance` at
+replaces the handlers of ``SIGTERM``, ``SIGINT`` (Ctrl-C) and ``SIGUSR1`` (unless SLURM's auto-requeue uses it),
+and of ``SIGHUP`` (a closed terminal or SSH session) unless it is ignored (``nohup``): the handler only records the
+request. :func:`agree_to_stop`, called by :class:`ranklit.callbacks.FaultTolerance` at
 the end of a training batch and of a training epoch, combines the requests of all processes (one ``all_reduce`` of a
 single integer, the largest signal number) so that every process stops after the same batch, wherever the signal
 was sent (one process or all of them):
@@ -17,7 +18,8 @@ was sent (one process or all of them):
 * a second Ctrl-C raises ``KeyboardInterrupt`` at once (no checkpoint is then written: the state may be mid-step).
 
 :func:`exit_code` is ``128 + signal number`` after a stop (143 for ``SIGTERM``, 130 for Ctrl-C, 138 for
-``SIGUSR1``), as a shell reports a command killed by that signal, so a job script tells a preemption from success.
+``SIGUSR1``, 129 for ``SIGHUP``), as a shell reports a command killed by that signal, so a job script tells a
+preemption from success.
 
 Example:
     >>> import signal
@@ -133,5 +135,6 @@ def _register_handlers(trainer: L.Trainer) -> None:
         return
     environment: Any = cluster_environment(trainer)
     requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
-    for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,))):
+    hangup = (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL else ()  # `nohup` ignores it
+    for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,)), *hangup):
         signal.signal(signum, _request)

@@ -4,23 +4,28 @@ predict`` per output folder (a second is refused in one line naming the first, b
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from ranklit._locks import sibling_lock, start_time
 from ranklit.cli import main
+from ranklit.deploy import Retriever
 from ranklit.training import stops
 from tests.cli.test_cli import TINY
 from tests.tiny import synthetic_args
 
 from .conftest import Images, Run
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -83,3 +88,23 @@ def test_a_second_predict_into_a_folder_being_written_is_refused(tmp_path, capsy
     assert refused.value.code == 2 and err.strip().splitlines()[-1].startswith("error: out is being written by"), err
     assert f"process {pid}" in err and "`ranklit predict`" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.long  # two fresh processes embedding: the long suite
+def test_two_indexes_launched_together_into_one_output(run: Run, images: Images, tmp_path: Path) -> None:
+    """Two ``ranklit index`` into one folder started in the same instant: one builds it, the other is refused in one
+    line naming it (or, if it came second, finds the index complete); the index is the one a single build gives."""
+    output = tmp_path / "index"
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    command = [sys.executable, "-m", "ranklit.cli", *_index_args(run, images, output)]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: subprocess.run(command, capture_output=True, text=True, env=env,
+                                                         timeout=600), range(2)))  # fmt: skip
+    codes = sorted(r.returncode for r in results)
+    assert codes in ([0, 0], [0, 2]), [r.stderr[-2000:] for r in results]
+    for refused in (r for r in results if r.returncode == 2):
+        assert "is being written by process" in refused.stderr and "Traceback" not in refused.stderr
+    assert json.loads((output / "index.json").read_text())["index"]["complete"] is True
+    assert not sibling_lock(output).exists()
+    found = Retriever.from_index(output).search([images.queries / n for n in sorted(images.originals)], k=1)
+    assert [hits[0].path for hits in found] == [str(images.originals[n]) for n in sorted(images.originals)]
