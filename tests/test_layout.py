@@ -22,6 +22,7 @@ HELPERS = {
     "ranklit._public",
     "ranklit._checkpoint",
     "ranklit._injected",
+    "ranklit._locks",
 }
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 # the smooth-rank losses' Triton engine imports triton (shipped with torch's Linux CUDA wheels) inside its functions,

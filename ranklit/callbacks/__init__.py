@@ -16,13 +16,15 @@
 from ranklit.callbacks._checkpoints import RunCheckpoint
 from ranklit.callbacks._evaluation_stops import EvaluationStops
 from ranklit.callbacks._faults import FaultTolerance
-from ranklit.callbacks._locks import LOCK_FILE, RunLock, RunLocked
+from ranklit.callbacks._locks import LOCK_FILE, RunLock, RunLocked, lock_output
 from ranklit.callbacks._locks import acquire as acquire_run_lock
+from ranklit.callbacks._locks import put_back as put_back_run_lock
 from ranklit.callbacks._locks import release_all as release_run_locks
 from ranklit.callbacks._new_rates import RATE_SETTINGS, NewLearningRates
 from ranklit.callbacks._predictions import EmbeddingWriter, count_rows, load_predictions
 from ranklit.callbacks._ranking_images import RankingGridLogger
 from ranklit.callbacks._resume import ResumableTraining, ResumeRefused
+from ranklit.callbacks._training_stops import TrainingStops
 
 __all__ = [
     "LOCK_FILE",
@@ -37,8 +39,11 @@ __all__ = [
     "RunCheckpoint",
     "RunLock",
     "RunLocked",
+    "TrainingStops",
     "acquire_run_lock",
     "count_rows",
     "load_predictions",
+    "lock_output",
+    "put_back_run_lock",
     "release_run_locks",
 ]

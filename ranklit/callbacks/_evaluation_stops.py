@@ -15,15 +15,13 @@ Example:
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from typing_extensions import override
 
-from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested
+from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, record_stop
 
 __all__ = ["EvaluationStops"]
 
@@ -56,7 +54,4 @@ class EvaluationStops(Callback):
 
     @override
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        if isinstance(exception, KeyboardInterrupt):
-            mark_stopped(signal.SIGINT)
-        elif isinstance(exception, SIGTERMException):
-            mark_stopped(stop_requested() or signal.SIGTERM)
+        record_stop(exception)

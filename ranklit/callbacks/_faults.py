@@ -47,15 +47,15 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import OnExceptionCheckpoint
 from lightning.pytorch.utilities import rank_zero_info
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import Tensor
 from typing_extensions import override
 
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
 from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
+from ranklit.callbacks._training_stops import agree_after_batch, agree_after_epoch
 from ranklit.training import requeue_job
-from ranklit.training.stops import StopSignals, agree_to_stop, mark_stopped, stop_requested, stopped_by
+from ranklit.training.stops import StopSignals, mark_stopped, record_stop, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite", "step_in_progress"]
 
@@ -156,16 +156,11 @@ class FaultTolerance(OnExceptionCheckpoint):
     ) -> None:
         if self._due(trainer):
             self._check_weights(trainer, pl_module.state_dict(keep_vars=True).items())
-        last_batch = batch_progress(trainer).is_last_batch  # then see on_train_epoch_end
-        if not last_batch and not 0 <= trainer.max_steps <= trainer.global_step:
-            agree_to_stop(trainer)
+        agree_after_batch(trainer)
 
     @override
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        max_epochs, max_steps = trainer.max_epochs, trainer.max_steps
-        last_epoch = max_epochs is not None and max_epochs >= 0 and trainer.current_epoch + 1 >= max_epochs
-        if not last_epoch and not 0 <= max_steps <= trainer.global_step:  # a finished run ends as finished
-            agree_to_stop(trainer)  # Lightning stops after the epoch's checkpoints (RunCheckpoint) are written
+        agree_after_epoch(trainer)  # Lightning stops after the epoch's checkpoints (RunCheckpoint) are written
 
     @override
     def on_save_checkpoint(
@@ -183,8 +178,8 @@ class FaultTolerance(OnExceptionCheckpoint):
     @override
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         first, self._first_step = self._first_step, None
+        stop = record_stop(exception)
         if isinstance(exception, KeyboardInterrupt):
-            mark_stopped(signal.SIGINT)
             rank_zero_info(
                 "Stopped at once by a second Ctrl-C: no checkpoint written (the state may be in the middle of a "
                 f"step); `--resume true` continues from the newest checkpoint in {self.dirpath}."
@@ -192,9 +187,7 @@ class FaultTolerance(OnExceptionCheckpoint):
             return
         if isinstance(exception, FloatingPointError):
             return  # the state holds non-finite numbers: keep the last good checkpoint
-        signalled = isinstance(exception, SIGTERMException)
-        if signalled:
-            mark_stopped(stop_requested() or signal.SIGTERM)
+        signalled = stop is not None
         self._save_on_exception(trainer, exception, first, signalled)
         if signalled and self.requeue and stopped_by() == signal.SIGUSR1 and trainer.is_global_zero:
             requeue_job()  # after the save (`scontrol requeue` ends the job)

@@ -48,14 +48,21 @@ class EmbeddingWriter(BasePredictionWriter):
     **Stops.** ``SIGTERM`` or Ctrl-C (``SIGINT``) stops the prediction after the current batch on every process
     (:mod:`ranklit.training.stops`): the manifests are written marked incomplete (readers refuse the folder) and the
     ``ranklit`` command exits with ``128 + signal`` (143, 130). A stopped prediction is not resumed: run it again
-    with ``overwrite=True``.
+    with ``overwrite=True``; the message says so, or ``rerun`` (what the caller's re-run is: ``ranklit index``
+    continues its blocks).
     """
 
     def __init__(
-        self, path: str = "predictions", shard_rows: int = DEFAULT_CHUNK_ROWS, prefix: str = "", overwrite: bool = False
+        self,
+        path: str = "predictions",
+        shard_rows: int = DEFAULT_CHUNK_ROWS,
+        prefix: str = "",
+        overwrite: bool = False,
+        rerun: str = "run the command again with `--overwrite true`",
     ) -> None:
         super().__init__(write_interval="batch")
         self.path, self.shard_rows, self.prefix, self.overwrite = Path(path), shard_rows, prefix, overwrite
+        self.rerun = rerun
         self._writers: dict[int, DescriptorWriter] = {}
         self._run_id = ""
 
@@ -121,7 +128,7 @@ class EmbeddingWriter(BasePredictionWriter):
             if trainer.is_global_zero:
                 sys.stderr.write(
                     f"{signal.Signals(signum).name}: prediction stopped after batch {batch_idx + 1}; {self.path} is "
-                    "marked incomplete (readers refuse it): run the command again with `--overwrite true`.\n"
+                    f"marked incomplete (readers refuse it): {self.rerun}.\n"
                 )
             raise SIGTERMException  # a SystemExit: the `ranklit` command turns it into 128 + signal
 

@@ -20,7 +20,8 @@ cross-batch memory in every checkpoint), :class:`ranklit.callbacks._locks.RunLoc
 and, unless ``--trainer.enable_checkpointing false``, :class:`ranklit.callbacks.RunCheckpoint` (``last.ckpt`` on the
 schedule of ``--checkpoint.every_n_steps``/``every_minutes``/``keep_latest``) and
 :class:`ranklit.callbacks.FaultTolerance` (``interrupted.ckpt`` on a stop by signal or an exception; the stops of
-:mod:`ranklit.training.stops`). **Resuming is re-running the same command with** ``--resume true`` (or
+:mod:`ranklit.training.stops`); with it, :class:`ranklit.callbacks._training_stops.TrainingStops` (the same stops,
+no checkpoint). **Resuming is re-running the same command with** ``--resume true`` (or
 ``--ckpt_path last``): :mod:`ranklit.cli._resuming` finds the run and its newest checkpoint that loads, the run
 logs into the same version (``metrics.csv`` is appended to, without the rows past the checkpoint) and skips the
 baseline validation. A model setting (``--model.*``) that differs from the checkpoint's is refused, naming each key
@@ -56,8 +57,10 @@ from ranklit.callbacks import (
     ResumeRefused,
     RunCheckpoint,
     RunLock,
+    TrainingStops,
     acquire_run_lock,
     count_rows,
+    lock_output,
 )
 from ranklit.cli import _warning_filters as warning_filters
 from ranklit.cli._checkpoint_settings import (
@@ -76,7 +79,7 @@ from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
 from ranklit.data import RetrievalDataModule
 from ranklit.models import RetrievalModule
-from ranklit.training import use_safe_checkpoint_io
+from ranklit.training import use_safe_checkpoint_io, watch_parent
 
 __all__ = ["RanklitCLI", "main"]
 
@@ -226,14 +229,16 @@ class RanklitCLI(CheckpointSettingsCLI):
         if not any(isinstance(c, ResumableTraining) for c in callbacks):
             callbacks.append(ResumableTraining())
         folder, resumed = run_directory(trainer), cast(ResumeRequest | None, getattr(self, "resumed", None))
-        if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
-            acquire_run_lock(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         callbacks.append(RunLock(folder))
         if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
             _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
-        set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])
+        elif not any(isinstance(c, TrainingStops) for c in callbacks):
+            callbacks.append(TrainingStops())  # no checkpoints: the stops (exit 128 + n) all the same
+        set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])  # may refuse: before the lock
+        if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
+            acquire_run_lock(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))
         return trainer
@@ -260,6 +265,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[self.subcommand]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
             callbacks.append(EmbeddingWriter(config["predictions_path"], overwrite=config.get("overwrite", False)))
+        for writer in (c for c in callbacks if isinstance(c, EmbeddingWriter) and rank_zero_process()):
+            lock_output(writer.path, "ranklit predict")  # one prediction per folder: a second one is refused
         if self.config_init[self.subcommand].get("return_predictions") is None:
             self.config_init[self.subcommand]["return_predictions"] = False
 
@@ -296,6 +303,7 @@ def command_line(args: list[str]) -> Iterator[None]:
 def main(args: list[str] | None = None) -> None:
     """Entry point of the ``ranklit`` console script (``args`` default to the command line)."""
     args = resolve_config_paths(sys.argv[1:] if args is None else list(args))  # configs, data prepare: _dispatch
+    watch_parent()  # a torchrun worker stops (exit 143, resumable) when its agent dies
     name = find(args)
     if name == "data check":
         with user_errors():

@@ -2,9 +2,10 @@
 
 The images are embedded batch by batch with a progress bar (Lightning's predict loop; ``--devices N`` splits them
 between processes) into descriptor shards, with their paths, the network and its card (:mod:`ranklit.deploy._index`).
-Re-running the same command after an interruption continues where it stopped. ``--backend ivf`` (``flat``, ``hnsw``,
-``pq``; ``pip install "ranklit[faiss]"``) adds a faiss structure for large indexes; ``--evaluate`` prints its
-recall@k against the exact search on a sample of the indexed images.
+Re-running the same command after an interruption continues where it stopped; a second ``ranklit index`` into the
+same folder while one runs is refused, naming it (``.<output>.lock`` beside the folder). ``--backend ivf``
+(``flat``, ``hnsw``, ``pq``; ``pip install "ranklit[faiss]"``) adds a faiss structure for large indexes;
+``--evaluate`` prints its recall@k against the exact search on a sample of the indexed images.
 """
 
 from __future__ import annotations
@@ -47,8 +48,12 @@ def main(args: list[str]) -> None:
     if options.evaluate and options.backend == "exact":
         _arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
                         "hnsw, pq).")  # fmt: skip
-    from ranklit.deploy import add_faiss, build_index, evaluate_recall  # after parsing: `--help` is immediate
+    from ranklit.callbacks import lock_output  # after parsing: `--help` is immediate
+    from ranklit.cli._resuming import rank_zero_process
+    from ranklit.deploy import add_faiss, build_index, evaluate_recall
 
+    if rank_zero_process():  # one `ranklit index` per output folder (the ranks of a multi-device run: rank 0)
+        lock_output(options.output, "ranklit index")
     model = model_from_options(options, "index")
     devices = int(options.devices) if options.devices.isdigit() else options.devices
     card = build_index(

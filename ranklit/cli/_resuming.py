@@ -4,7 +4,8 @@
 that has a resumable checkpoint (or the configured ``version``), from its most advanced checkpoint that loads
 (:func:`ranklit.cli._runs.latest_checkpoint`, by recorded training progress; each damaged one is named on stderr
 with the reason). When that version has checkpoints but none can be resumed, the resume is refused, naming each
-file and a complete best checkpoint to pass as ``--ckpt_path``; ``--resume or_fresh`` starts a new version instead.
+file, a complete best checkpoint to pass as ``--ckpt_path`` and the newest older version that can be resumed (with
+the ``--ckpt_path`` that continues it); ``--resume or_fresh`` starts a new version instead (and names that older one).
 An explicit ``--ckpt_path PATH`` whose file lies in a run's ``checkpoints/`` folder continues that run folder
 wherever it is (renamed or moved; CSV and TensorBoard loggers), any other path starts a new version from it.
 
@@ -28,7 +29,14 @@ from typing import Any
 from lightning.pytorch.utilities import rank_zero_only
 
 from ranklit._checkpoint import load_checkpoint
-from ranklit.callbacks import LOCK_FILE, ResumeRefused, RunLocked, acquire_run_lock, release_run_locks
+from ranklit.callbacks import (
+    LOCK_FILE,
+    ResumeRefused,
+    RunLocked,
+    acquire_run_lock,
+    put_back_run_lock,
+    release_run_locks,
+)
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.training.stops import exit_code
 
@@ -39,6 +47,7 @@ OR_FRESH = "or_fresh"
 
 _FOLDER_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # loggers whose run folder is save_dir/name/version
 _snapshots: list[RunSnapshot] = []  # the run folder of this process's resume, to restore on a refusal
+_stale_locks: list[tuple[Path, bytes, int]] = []  # the stale lock it took over: path, contents, modification time
 
 
 @dataclass
@@ -87,7 +96,8 @@ def find_resume(config: Any) -> ResumeRequest | None:
     if config.get("resume") or config.get("ckpt_path") == "last":
         version = logger_args.get("version") if logger_args is not None else None
         request = ResumeRequest(None)
-        for folder in _candidate_folders(config, experiment, version):
+        candidates = _candidate_folders(config, experiment, version)
+        for folder in candidates:
             point = latest_checkpoint(folder / "checkpoints")
             for line in point.skipped:
                 sys.stderr.write(f"Skipping {line}.\n")
@@ -95,10 +105,11 @@ def find_resume(config: Any) -> ResumeRequest | None:
                 request = ResumeRequest(folder, point)
                 break
         if request.folder is not None and request.point.path is None:
+            older = _older_resumable(candidates[candidates.index(request.folder) + 1 :])
             if config.get("resume") != OR_FRESH or config.get("ckpt_path") == "last":
-                raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point))
+                raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point) + older)
             sys.stderr.write(f"--resume {OR_FRESH}: no checkpoint of {request.folder} can be resumed (kept as they "
-                             "are); starting a fresh run.\n")  # fmt: skip
+                             f"are); starting a fresh run.{older}\n")  # fmt: skip
             return None
         if request.folder is None:
             where = f"{experiment}/version_*/checkpoints" if version is None else f"{experiment}/{version}/checkpoints"
@@ -138,6 +149,20 @@ def _nothing_resumable(folder: Path, point: ResumePoint) -> str:
     )
 
 
+def _older_resumable(folders: list[Path]) -> str:
+    """`` An older run ... continues it.``: the newest of ``folders`` (older versions) with a checkpoint that can be
+    resumed, and the ``--ckpt_path`` that continues it; ``""`` when none has one."""
+    for folder in folders:
+        point = latest_checkpoint(folder / "checkpoints")
+        if point.path is not None:
+            epoch, step = point.checkpoint.get("epoch"), point.checkpoint.get("global_step")
+            return (
+                f" An older run, {folder}, holds a complete training state ({point.path.name}, epoch {epoch}, step "
+                f"{step}): `--ckpt_path {point.path}` continues it."
+            )
+    return ""
+
+
 def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
     """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved).
 
@@ -146,10 +171,9 @@ def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None
     snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
     if rank_zero_process():
         stale = acquire_run_lock(folder)
-        snapshot = RunSnapshot(folder)
+        _snapshots.append(RunSnapshot(folder, skip=(LOCK_FILE,)))  # the lock is released on every way out
         if stale is not None:  # a refusal puts back the stale lock taken over, as it was
-            snapshot.files[folder / LOCK_FILE] = (stale[0], len(stale[0]), stale[1])
-        _snapshots.append(snapshot)
+            _stale_locks.append((folder / LOCK_FILE, *stale))
     if logger is None or not str(getattr(logger, "class_path", "")).endswith(_FOLDER_LOGGERS):
         return
     name = folder.name
@@ -174,8 +198,12 @@ def refusals_and_stops() -> Iterator[None]:
     except (ResumeRefused, RunLocked) as refusal:
         for snapshot in _snapshots:
             snapshot.restore()
+        release_run_locks()  # before the stale locks are put back (a Lightning callback may have released it already)
+        for path, contents, mtime in _stale_locks:
+            put_back_run_lock(path, contents, mtime)
         sys.stderr.write(f"error: {refusal}\n")
         raise SystemExit(2) from None
     finally:
         _snapshots.clear()
+        _stale_locks.clear()
         release_run_locks()

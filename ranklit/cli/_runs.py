@@ -186,9 +186,9 @@ class RunSnapshot:
     """The files of a run directory as they are now, to put back if a resume is refused after it began writing.
 
     The contents and modification times of every file but the checkpoints are kept in memory (logs and configs:
-    small); :meth:`restore` rewrites those that changed, removes the files that appeared, and checks that no
-    checkpoint changed (a refused resume writes none: :class:`ranklit.callbacks.FaultTolerance` saves nothing before
-    the first trained batch).
+    small), the names in ``skip`` left out (the run's lock: its holder releases it); :meth:`restore` rewrites those
+    that changed, removes the files that appeared, and checks that no checkpoint changed (a refused resume writes
+    none: :class:`ranklit.callbacks.FaultTolerance` saves nothing before the first trained batch).
 
     Example:
         >>> import tempfile
@@ -201,12 +201,14 @@ class RunSnapshot:
         (['metrics.csv'], 'step\\n0\\n')
     """
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path, skip: tuple[str, ...] = ()) -> None:
+        self.folder, self.skip = Path(folder), {Path(folder) / name for name in skip}
         self.files = {path: self._state(path) for path in self._files()}
 
     def _files(self) -> list[Path]:
-        return [p for p in self.folder.rglob("*") if p.is_file()] if self.folder.is_dir() else []
+        """The files of the folder, but those of ``skip`` (a lock, which its own holder releases)."""
+        found = self.folder.rglob("*") if self.folder.is_dir() else []
+        return [p for p in found if p.is_file() and p not in self.skip]
 
     @staticmethod
     def _state(path: Path) -> tuple[bytes | None, int, int]:

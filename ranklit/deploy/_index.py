@@ -37,6 +37,7 @@ from ranklit.index import DescriptorShards
 __all__ = ["IndexFiles", "build_index", "images_dataset", "read_index_card"]
 
 CARD = "index.json"
+_RERUN = "run the same `ranklit index` command again: it keeps the complete blocks and embeds the others"
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _embed_blocks(model: LoadedModel, data: Dataset, files: IndexFiles, settings
             trainer = L.Trainer(
                 accelerator=settings["accelerator"], devices=settings["devices"], logger=False,
                 enable_checkpointing=False, enable_progress_bar=settings["progress"], enable_model_summary=False,
-                callbacks=[EmbeddingWriter(str(files.descriptors), prefix=prefix, overwrite=True)],
+                callbacks=[EmbeddingWriter(str(files.descriptors), prefix=prefix, overwrite=True, rerun=_RERUN)],
             )  # fmt: skip
             rank_zero = trainer.is_global_zero
             if _block_done(files.descriptors, prefix, trainer.world_size):

@@ -9,6 +9,7 @@ from ranklit.training._manual import manual_optimization_step, prepare_ddp, step
 from ranklit.training._memory import CrossBatchMemory
 from ranklit.training._multistage import MultistageBackprop, multistage_backward
 from ranklit.training._objective import RankingObjective, ranking_objective
+from ranklit.training._parent_watch import watch_parent
 from ranklit.training._slurm import requeue_job, slurm_plugins, unrequested_hpc_checkpoints
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "step_lr_schedulers",
     "unrequested_hpc_checkpoints",
     "use_safe_checkpoint_io",
+    "watch_parent",
 ]

@@ -3,8 +3,9 @@
 Lightning's own ``SIGTERM`` handler forwards the signal to the launcher's children and runs a collective
 (``broadcast``) inside the handler, whichever collective the other processes are in at that moment: a ``SIGTERM``
 sent to every process of a DDP run (what a scheduler or ``docker stop`` does) deadlocks it. :class:`StopSignals`
-replaces the handlers of ``SIGTERM``, ``SIGINT`` (Ctrl-C) and ``SIGUSR1`` (unless SLURM's auto-requeue uses it):
-the handler only records the request. :func:`agree_to_stop`, called by :class:`ranklit.callbacks.FaultTolerance` at
+replaces the handlers of ``SIGTERM``, ``SIGINT`` (Ctrl-C) and ``SIGUSR1`` (unless SLURM's auto-requeue uses it),
+and of ``SIGHUP`` (a closed terminal or SSH session) unless it is ignored (``nohup``): the handler only records the
+request. :func:`agree_to_stop`, called by :class:`ranklit.callbacks.FaultTolerance` at
 the end of a training batch and of a training epoch, combines the requests of all processes (one ``all_reduce`` of a
 single integer, the largest signal number) so that every process stops after the same batch, wherever the signal
 was sent (one process or all of them):
@@ -17,7 +18,8 @@ was sent (one process or all of them):
 * a second Ctrl-C raises ``KeyboardInterrupt`` at once (no checkpoint is then written: the state may be mid-step).
 
 :func:`exit_code` is ``128 + signal number`` after a stop (143 for ``SIGTERM``, 130 for Ctrl-C, 138 for
-``SIGUSR1``), as a shell reports a command killed by that signal, so a job script tells a preemption from success.
+``SIGUSR1``, 129 for ``SIGHUP``), as a shell reports a command killed by that signal, so a job script tells a
+preemption from success.
 
 Example:
     >>> import signal
@@ -37,10 +39,11 @@ import lightning as L
 import torch
 import torch.distributed as dist
 from lightning.pytorch.plugins.environments import SLURMEnvironment
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ranklit._compat.lightning import add_signal_handlers, cluster_environment, request_stop
 
-__all__ = ["StopSignals", "agree_to_stop", "exit_code", "stop_requested", "stopped_by"]
+__all__ = ["StopSignals", "agree_to_stop", "exit_code", "record_stop", "stop_requested", "stopped_by"]
 
 # The signal this process was asked to stop by (`requested`, kept from the baseline validation into `fit`), and the
 # signal that did stop its last run (`stopped`): module state, as signals are.
@@ -68,6 +71,27 @@ def mark_stopped(signum: int | None) -> None:
     _signals["stopped"] = signum
     if signum is not None:
         _signals["requested"] = None
+
+
+def record_stop(exception: BaseException) -> int | None:
+    """Record the stop an exception ending a run stands for (:func:`mark_stopped`) and return its signal: ``SIGINT``
+    for a second Ctrl-C's ``KeyboardInterrupt``, the signal agreed on (``SIGTERM`` by default) for Lightning's
+    ``SIGTERMException``; ``None`` for any other exception (nothing recorded).
+
+    Example:
+        >>> record_stop(KeyboardInterrupt()) == signal.SIGINT, exit_code()
+        (True, 130)
+        >>> mark_stopped(None); record_stop(ValueError()) is None
+        True
+    """
+    signum: int | None = None
+    if isinstance(exception, KeyboardInterrupt):
+        signum = signal.SIGINT
+    elif isinstance(exception, SIGTERMException):
+        signum = stop_requested() or signal.SIGTERM
+    if signum is not None:
+        mark_stopped(signum)
+    return signum
 
 
 def _request(signum: int, frame: FrameType | None) -> None:
@@ -111,5 +135,6 @@ def _register_handlers(trainer: L.Trainer) -> None:
         return
     environment: Any = cluster_environment(trainer)
     requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
-    for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,))):
+    hangup = (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL else ()  # `nohup` ignores it
+    for signum in (signal.SIGTERM, signal.SIGINT, *(() if requeue else (signal.SIGUSR1,)), *hangup):
         signal.signal(signum, _request)

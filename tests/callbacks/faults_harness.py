@@ -15,7 +15,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,10 +68,17 @@ class Result:
 
 
 def run(
-    folder: Path, launcher: str, workers: int, *extra: str, timeout: float = 400, env: dict[str, str] | None = None
+    folder: Path,
+    launcher: str,
+    workers: int,
+    *extra: str,
+    timeout: float = 400,
+    env: dict[str, str] | None = None,
+    during: Callable[[subprocess.Popen], None] | None = None,
 ) -> Result:
     """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``, ``"srun"``:
-    :mod:`tests.callbacks.fake_srun`), with the variables ``env`` added to the environment."""
+    :mod:`tests.callbacks.fake_srun`), with the variables ``env`` added to the environment; ``during(process)`` runs
+    in a thread while it runs (signals sent from outside: ``SIGCONT``)."""
     folder.mkdir(parents=True, exist_ok=True)
     processes = 1 if launcher == "single" else 2
     args = [*cli_args(processes, workers), *extra]
@@ -93,6 +102,8 @@ def run(
     stamp.unlink(missing_ok=True)
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)  # fmt: skip
+    if during is not None:
+        threading.Thread(target=during, args=(process,), daemon=True).start()
     try:
         _, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -46,21 +46,6 @@ pytestmark = pytest.mark.timeout(1500)
 LONG = pytest.mark.long
 
 
-@pytest.fixture(scope="module")
-def references(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Path]:
-    """The uninterrupted run of each (launcher, workers), made on first use."""
-
-    class _Lazy(dict):
-        def __missing__(self, key: tuple[str, int]) -> Path:
-            folder = tmp_path_factory.mktemp(f"reference-{key[0]}-{key[1]}")
-            result = run(folder, *key)
-            assert result.returncode == 0, result.stderr[-3000:]
-            self[key] = folder
-            return folder
-
-    return _Lazy()
-
-
 def _record(case: str, code: int | str, seconds: float | None, step: int | str, resumed: int | None, lost: int) -> None:
     table = os.environ.get("RANKLIT_FAULT_TABLE")
     if not table:

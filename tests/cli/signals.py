@@ -6,8 +6,9 @@ the first batch of the step-0 baseline validation), ``"validation"`` (during the
 follows step ``step``), ``"test"`` (during the first batch of ``ranklit test``), ``"checkpoint"`` (while a
 checkpoint of step ``step`` is being assembled), ``"teardown"`` (after the last training batch) and ``"predict"`` (at
 the start of prediction batch ``step``, 1-based). ``to``: ``"self"`` (this process), ``"group"`` (every process of
-the run, as a scheduler or ``docker stop`` does: the process group, sent by rank 0), or a rank number (that process
-only). The time of the signal is appended to ``stamp`` (a file) when given, to measure the time from signal to exit.
+the run, as a scheduler or ``docker stop`` does: the process group, sent by rank 0), ``"parent"`` (rank 0's parent:
+``torchrun``'s agent), or a rank number (that process only). The time of the signal is appended to ``stamp`` (a
+file) when given, to measure the time from signal to exit.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class SignalAt(Callback):
         if self._sent:
             return
         self._sent = True
-        sender = 0 if self.to == "group" else None if self.to == "self" else int(self.to)
+        sender = 0 if self.to in ("group", "parent") else None if self.to == "self" else int(self.to)
         if sender is not None and trainer.global_rank != sender:
             return
         if self.stamp:
@@ -45,6 +46,8 @@ class SignalAt(Callback):
         number = getattr(signal, self.signal)
         if self.to == "group":
             os.killpg(os.getpgid(0), number)
+        elif self.to == "parent":  # the launcher (torchrun's agent)
+            os.kill(os.getppid(), number)
         else:
             os.kill(os.getpid(), number)
 

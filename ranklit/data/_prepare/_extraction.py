@@ -4,8 +4,9 @@ Every entry of a tar or zip archive is checked before it is written: an absolute
 (symbolic or hard) whose target lies outside, or a device file refuses the whole archive with a
 :class:`~ranklit.errors.UserError` naming the entry. The caller unpacks into a staging folder that it deletes on any
 failure, so a refused archive leaves nothing behind. Tar entries are also written through Python's ``data`` filter
-where it exists (Python 3.11.4+), a second line of defence. One pass over the archive: a 120 GB ``.tar.gz`` is
-decompressed once.
+where it exists (Python 3.11.4+), a second line of defence. A decompression bomb is refused by its declared and its
+running unpacked size (`_unpacked_size`), whatever the free disk. One pass over the
+archive: a 120 GB ``.tar.gz`` is decompressed once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 from ranklit.data._prepare._download import ProgressBar
+from ranklit.data._prepare._unpacked_size import UnpackedSize
 from ranklit.errors import UserError
 
 __all__ = ["entry_problem", "unpack"]
@@ -61,9 +63,10 @@ def _refuse(archive: Path, name: str, problem: str, into: Path) -> UserError:
 
 
 def _unpack_tar(archive: Path, into: Path, bar: ProgressBar) -> int:
-    count = 0
+    count, size = 0, UnpackedSize(archive)
     with tarfile.open(archive, "r:*") as tar:
         for member in tar:
+            size.declare(member.size if member.isfile() else 0)
             link = member.linkname if member.issym() or member.islnk() else None
             problem = entry_problem(member.name, link, member.islnk())
             if problem is None and (member.isdev() or member.isfifo()):
@@ -71,19 +74,21 @@ def _unpack_tar(archive: Path, into: Path, bar: ProgressBar) -> int:
             if problem is not None:
                 raise _refuse(archive, member.name, problem, into)
             tar.extract(member, into, **_TAR_FILTER)  # type: ignore[arg-type]
+            size.wrote(into / member.name)
             count += member.isfile()
             bar.update(member.isfile())
     return count
 
 
 def _unpack_zip(archive: Path, into: Path, bar: ProgressBar) -> int:
-    count = 0
+    count, size = 0, UnpackedSize(archive)
     with zipfile.ZipFile(archive) as bundle:
+        size.declare(sum(info.file_size for info in bundle.infolist()))  # the central directory, before any write
         for info in bundle.infolist():
             link = bundle.read(info).decode(errors="replace") if stat.S_ISLNK(info.external_attr >> 16) else None
             if (problem := entry_problem(info.filename, link)) is not None:
                 raise _refuse(archive, info.filename, problem, into)
-            bundle.extract(info, into)
+            size.wrote(Path(bundle.extract(info, into)))
             count += not info.is_dir()
             bar.update(not info.is_dir())
     return count

@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ranklit._locks import release, sibling_lock
 from ranklit.data._prepare._catalog import CATALOG
 from ranklit.data._prepare._download import check_space, digests, download, human
 from ranklit.data._prepare._entries import DatasetEntry
 from ranklit.data._prepare._extraction import unpack
 from ranklit.data._prepare._record import RECORD, read_record, record_problems, write_record
+from ranklit.data._prepare._root_lock import lock_root
 from ranklit.data._prepare._sources import GIVEN, Source, resolve_sources
 from ranklit.errors import UserError
 
@@ -203,6 +205,22 @@ def prepare_dataset(
         if folder.exists() and not folder.is_dir():
             raise UserError(f"--root: {folder} is a file; give a folder (it is created if missing).")
     sources = resolve_sources(entry, [str(s) for s in source], list(sha256), root)
+    lock_root(target)  # one prepare of a root at a time (released when this call ends)
+    try:
+        return _prepare_locked(entry, target, sources, retries, keep_archives, progress)
+    finally:
+        release(sibling_lock(target))
+
+
+def _prepare_locked(
+    entry: DatasetEntry,
+    target: Path,
+    sources: list[Source],
+    retries: int,
+    keep_archives: bool,
+    progress: bool,
+) -> PreparedDataset:
+    """The steps of :func:`prepare_dataset` once the root's lock is held."""
     if (lines := _existing(target, entry, sources)) is not None:
         return PreparedDataset(entry, target, lines, already_prepared=True)
     _writable(target.parent)
