@@ -238,6 +238,9 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[self.subcommand]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
             callbacks.append(EmbeddingWriter(config["predictions_path"], overwrite=config.get("overwrite", False)))
+        for writer in callbacks:  # a refusal before the run folder is made (the run's logger makes it on setup)
+            if isinstance(writer, EmbeddingWriter):
+                writer.check_free()
         if self.config_init[self.subcommand].get("return_predictions") is None:
             self.config_init[self.subcommand]["return_predictions"] = False
 

@@ -62,7 +62,7 @@ class ImageFiles(ImageRetrievalDataset):
         *,
         csv_file: str | Path | None = None,
     ) -> None:
-        super().__init__(root, split, transform)
+        super().__init__(root, None, transform)  # unlabelled: no evaluation split's class checks
         problems = Problems(type(self).__name__, self.root if csv_file is None else csv_file)
         if csv_file is None:
             if split not in (None, ALL_ROWS):
@@ -96,6 +96,7 @@ class ImageFiles(ImageRetrievalDataset):
         paths = [self.root / name for _, name in listed]
         shown = [f"line {number} ({name})" for number, name in listed]
         self.set_samples(paths, [(0,)] * len(paths), problems=problems, shown_as=shown)
+        self.split = split
 
     @staticmethod
     def _rows_of_split(
