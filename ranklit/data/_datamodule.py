@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
 from ranklit.data._crop_first import crop_first, normalise_on_device
+from ranklit.data._unreadable import EVALUATION_STOP
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
@@ -151,7 +152,7 @@ class RetrievalDataModule(L.LightningDataModule):
             if dataset is None:
                 continue
             if hasattr(dataset, "on_bad_image"):  # an evaluation image is never replaced: it would change the metric
-                dataset.on_bad_image = on_bad_image if transform is train else "stop"
+                dataset.on_bad_image = on_bad_image if transform is train or on_bad_image == "stop" else EVALUATION_STOP
             if getattr(dataset, "transform", None) is None:
                 # a file is decoded at the size its crop needs; uint8 crops normalised on the device
                 dataset.transform = crop_first(transform, on_device=normalize_on_device)
