@@ -94,6 +94,8 @@ class RetrievalDataModule(L.LightningDataModule):
         eval_batch_size: batch size of the evaluation loaders.
         image_size: training crop (RandomResizedCrop) side.
         crop_scale: area range of the training crop, as a fraction of the image.
+        hflip: flip half of the training crops horizontally (default); ``data.hflip: false`` for classes that a
+            mirror image changes (arrows, text, mirrored products).
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
@@ -126,6 +128,7 @@ class RetrievalDataModule(L.LightningDataModule):
         eval_batch_size: int = 128,
         image_size: int = 224,
         crop_scale: tuple[float, float] = (0.16, 1.0),
+        hflip: bool = True,
         resize_size: int = 256,
         crop_size: int = 224,
         mean: tuple[float, float, float] = IMAGENET_MEAN,
@@ -143,7 +146,7 @@ class RetrievalDataModule(L.LightningDataModule):
         self.eval_batch_size, self.num_workers, self.pin_memory = eval_batch_size, num_workers, pin_memory
         self.mean, self.std = tuple(mean), tuple(std)
         self.normalize_on_device = normalize_on_device
-        train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
+        train = train_transform(image_size, scale=crop_scale, mean=mean, std=std, hflip=hflip)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
         if on_bad_image not in ("stop", "skip"):
             raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
