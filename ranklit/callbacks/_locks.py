@@ -128,7 +128,7 @@ def acquire(folder: str | Path) -> tuple[bytes, int] | None:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_FILE
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": start_time(os.getpid()),
-          "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+          "since": time.strftime("%Y-%m-%d %H:%M:%S"), "folder": str(folder.resolve())}  # fmt: skip
     taken_over = None
     for _ in range(100):  # each turn either takes the lock, refuses, or removes a stale one (bounded by races)
         if _create(path, json.dumps(me) + "\n"):
@@ -140,7 +140,7 @@ def acquire(folder: str | Path) -> tuple[bytes, int] | None:
             return None
         reason = "it is damaged" if holder is None else _stale_reason(holder)
         if holder is not None and reason is None:
-            raise RunLocked(f"{folder} is being trained by {_describe(holder)}: wait for it or stop it, then resume.")
+            raise RunLocked(_live_holder(folder, holder))
         taken_over = _remove_stale(path, reason or "") or taken_over
     raise RunLocked(f"{path}: could not take the lock (other processes keep taking it over); try again.")
 
@@ -167,6 +167,19 @@ def _create(path: Path, text: str) -> bool:
         return True
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _live_holder(folder: Path, holder: dict[str, Any]) -> str:
+    """The refusal for a live holder; a lock that names another folder was copied with the run (``cp -r`` of a live
+    run): it says so, and that deleting the copy's lock lets the copy resume."""
+    locked = holder.get("folder")
+    if isinstance(locked, str) and locked != str(folder.resolve()):
+        return (
+            f"{folder / LOCK_FILE} was copied from {locked}, which {_describe(holder)} trains: the copied lock names "
+            f"that run's process, not one training {folder}. If {folder} is a copy to resume on its own, delete "
+            f"{folder / LOCK_FILE} and resume it."
+        )
+    return f"{folder} is being trained by {_describe(holder)}: wait for it or stop it, then resume."
 
 
 def _is_me(holder: dict[str, Any]) -> bool:
