@@ -32,7 +32,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.cli import LightningArgumentParser
 
 from ranklit.cli._causes import chain, user_message
-from ranklit.cli._moved_names import moved_class_message
+from ranklit.cli._parser_messages import parser_message
 from ranklit.errors import UserError
 
 __all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "missing_config", "user_errors"]
@@ -50,9 +50,9 @@ class ShortUsageParser(LightningArgumentParser):
         (file or sys.stderr).write(f"usage: {prog} --config CONFIG [--KEY VALUE ...] (all options: {prog} --help)\n")
 
     def error(self, message: str, ex: Exception | None = None) -> NoReturn:
-        """jsonargparse's error, with a ranklit class named by an old path said in one line
-        (:func:`ranklit.cli._moved_names.moved_class_message`)."""
-        super().error(moved_class_message(message) or message, ex)
+        """jsonargparse's error, made one useful line where ranklit knows how (a class named by an old path, an option
+        of another command: :func:`ranklit.cli._parser_messages.parser_message`)."""
+        super().error(parser_message(message), ex)
 
 
 def as_user_error(error: BaseException) -> UserError:

@@ -1,5 +1,5 @@
 """Messages that stopped before the useful part (issue 40, "smaller things that mislead"): a ranklit class named by
-its old path, a network that cannot be built."""
+its old path, a network that cannot be built, an option of another command in a run's saved config."""
 
 from __future__ import annotations
 
@@ -38,3 +38,13 @@ def test_a_network_that_cannot_be_built_says_why(init_args: dict, reason: str) -
     with pytest.raises(UserError) as refused:
         _build_net(net, Path("run/config.yaml"))
     assert f"run/config.yaml: `model.net` cannot be built: {reason}" in str(refused.value), str(refused.value)
+
+
+def test_a_test_runs_config_given_to_predict_says_where_verbose_comes_from(tmp_path: Path, capsys) -> None:
+    (tmp_path / "test_run.yaml").write_text("verbose: true\n")  # what `ranklit test` saves in its run's config.yaml
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", "--config", "quickstart.yaml", "--config", str(tmp_path / "test_run.yaml"), "--print_config"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert stop.value.code == 2 and len(errors) == 1, errors
+    assert "an option of `ranklit test` and `ranklit validate` only" in errors[0]
+    assert "delete its `verbose:` line" in errors[0]
