@@ -48,7 +48,8 @@ def _check_writable(output: Path) -> None:
     from ranklit.errors import UserError
 
     if output.is_dir():
-        raise UserError(f"`--output` {output} is a folder: give the model file to write (e.g. {output / 'model.onnx'}).")
+        example = output / "model.onnx"
+        raise UserError(f"`--output` {output} is a folder: give the model file to write (e.g. {example}).")
     folder = output.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,9 @@
 """jsonargparse's parse errors that hide their useful part, as one line that says it (:func:`parser_message`).
 
-**A ranklit class named by a path it no longer has.** jsonargparse answers an unimportable ``class_path`` with a dump of the union it tried (about 14 lines: the subtypes,
-what a class path may be, the given value), where the one useful line, "module 'ranklit.models' has no attribute
-'RankingGridLogger'", is buried and the class's new home is not said. :func:`moved_class_message` finds such a path
+**A ranklit class named by a path it no longer has.** jsonargparse answers an unimportable ``class_path`` with a
+dump of the union it tried (about 14 lines: the subtypes, what a class path may be, the given value), where the one
+useful line, "module 'ranklit.models' has no attribute 'RankingGridLogger'", is buried and the class's new home is
+not said. :func:`moved_class_message` finds such a path
 in the parser's message and, when a public package of ranklit exports a class of that name (its ``__all__``),
 replaces the message by one line naming the key, the old path and the new one.
 
@@ -19,8 +20,10 @@ import re
 
 __all__ = ["PUBLIC_PACKAGES", "current_path", "moved_class_message", "other_command_message", "parser_message"]
 
-PUBLIC_PACKAGES = ("ranklit.callbacks", "ranklit.data", "ranklit.losses", "ranklit.metrics", "ranklit.models",
-                   "ranklit.training", "ranklit.landmarks", "ranklit.index", "ranklit.deploy", "ranklit.viz")  # fmt: skip
+PUBLIC_PACKAGES = (
+    "ranklit.callbacks", "ranklit.data", "ranklit.losses", "ranklit.metrics", "ranklit.models", "ranklit.training",
+    "ranklit.landmarks", "ranklit.index", "ranklit.deploy", "ranklit.viz",
+)  # fmt: skip
 _CLASS_PATH = re.compile(r"Problem with given class_path '(ranklit\.[\w.]+)':\s*\n\s*([^\n]+)")
 _KEY = re.compile(r'^Parser key "([^"]+)"')
 _NOT_ACCEPTED = re.compile(r"^Option '(\w+)' is not accepted$")
@@ -71,8 +74,8 @@ def moved_class_message(message: str) -> str | None:
 
     Example:
         >>> moved_class_message('Parser key "trainer.callbacks":\\n  Errors:\\n    - Problem with given class_path '
-        ...                     "'ranklit.models.RankingGridLogger':\\n        module 'ranklit.models' has no attribute "
-        ...                     "'RankingGridLogger'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
+        ...                     "'ranklit.models.RankingGridLogger':\\n        module 'ranklit.models' has no "
+        ...                     "attribute 'RankingGridLogger'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
         "`trainer.callbacks`: class_path 'ranklit.models.RankingGridLogger' no longer exists (module ... it is now ..."
     """
     found = _CLASS_PATH.search(message)

@@ -54,10 +54,10 @@ def check_query_tensor(query: Tensor, card: dict[str, Any]) -> str:
         ...         "input": {"height": 4, "width": 4}, "output": {"embedding_dim": 8, "l2_normalised": False}}
         >>> check_query_tensor(torch.zeros(3, 4, 4, dtype=torch.uint8), card)
         'pixels'
-        >>> check_query_tensor(torch.zeros(4, 4, 3, dtype=torch.uint8), card)
+        >>> check_query_tensor(torch.zeros(4, 4, 3, dtype=torch.uint8), card)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ranklit.errors.UserError: a query tensor of shape [4, 4, 3] is channels last: give [3, H, W] (query.permute(2, 0, 1)).
+        ranklit.errors.UserError: a query tensor of shape [4, 4, 3] is channels last: give [3, H, W] (query.permute(...
     """
     shape = list(query.shape)
     if query.dtype == torch.uint8:

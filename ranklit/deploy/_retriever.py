@@ -178,8 +178,10 @@ class Retriever:
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise UserError(f"`k` must be a positive integer, got {k!r}.")
-        listed = [queries] if isinstance(queries, (str, Path)) else None
-        if listed is None and not isinstance(queries, (Tensor, Image.Image)):
+        listed: list[Query] | None = None
+        if isinstance(queries, (str, Path)):
+            listed = [queries]
+        elif not isinstance(queries, (Tensor, Image.Image)):
             listed = list(queries)
         own = self._own_rows(listed) if exclude_self and listed is not None else None
         extra = 1 if own is not None and any(row is not None for row in own) else 0
@@ -191,7 +193,7 @@ class Retriever:
         ]
         if own is None:
             return hits
-        return [[hit for hit in found if int(index[hit.row]) != mine][:k] for found, mine in zip(hits, own, strict=True)]
+        return [[h for h in found if int(index[h.row]) != mine][:k] for found, mine in zip(hits, own, strict=True)]
 
     def _own_rows(self, queries: Sequence[Query]) -> list[int | None]:
         """For each query, the position in ``paths`` of the same file (resolved path), ``None`` if absent or not a

@@ -41,8 +41,8 @@ from ranklit.functional._query_values import QueryValues
 from ranklit.functional._row_metrics import evaluate_rows
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
-from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional._tie_share import warn_if_tied
+from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.inputs import (
     RetrievalInputs,
     check_distinct_ids,

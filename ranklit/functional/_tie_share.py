@@ -1,4 +1,4 @@
-"""The warning of :func:`ranklit.functional.retrieval_metrics` when a large share of the scores tie ([spec §0][spec-ties]).
+"""The warning of :func:`ranklit.functional.retrieval_metrics` when many scores tie ([spec §0][spec-ties]).
 
 An untrained or collapsed model maps many images to one embedding; the scores of those images are then equal, and
 every figure depends on how their tie groups are ordered (the ``ties`` policy). The user should know, once per

@@ -23,7 +23,15 @@ from torch import Tensor
 
 from ranklit._checks import check_choice
 
-__all__ = ["TIES", "TiedPositives", "TiedScoresWarning", "check_ties", "group_bounds", "tie_positives", "strictly_above_thresholds"]
+__all__ = [
+    "TIES",
+    "TiedPositives",
+    "TiedScoresWarning",
+    "check_ties",
+    "group_bounds",
+    "tie_positives",
+    "strictly_above_thresholds",
+]
 
 TIES = ("pessimistic", "average", "optimistic")
 

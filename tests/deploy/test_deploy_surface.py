@@ -87,7 +87,9 @@ def test_query_tensors_are_checked_with_one_clear_error(index: Path, images: Ima
         assert "\n" not in message, name
 
 
-def test_deploy_mistakes_are_one_line_with_exit_2_and_search_excludes_the_query_itself(run: Run, images: Images, index: Path, tmp_path: Path) -> None:
+def test_deploy_mistakes_are_one_line_with_exit_2_and_search_excludes_the_query_itself(
+    run: Run, images: Images, index: Path, tmp_path: Path
+) -> None:
     (tmp_path / "a_file").write_text("not a folder")
     (tmp_path / "with_split.csv").write_text("path,label,split\nx.png,0,train\n")
     unwritable = tmp_path / "read_only"
