@@ -70,7 +70,7 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
     report.split = getattr(dataset, "split", None)
     if labels.dim() == 2 and labels.shape[1] > 1:
         report.levels = tuple(int(labels[:, h].unique().numel()) for h in range(labels.shape[1]))
-    names = getattr(dataset, "class_names", [[]])[0]
+    names = (getattr(dataset, "class_names", None) or [[]])[0]  # the original labels, where the dataset keeps them
     labelled: dict[str, list[tuple[Path, object]]] = {}
     paths: Sequence[Path] = getattr(dataset, "paths", [])
     read = getattr(dataset, "read_image", lambda index: load_image(paths[index]))
@@ -88,8 +88,9 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
             continue
         digest = hashlib.sha1(content).hexdigest()
         report.hashes.setdefault(digest, []).append(Path(path))
-        label = int(fine[index])
-        labelled.setdefault(digest, []).append((Path(path), names[label] if label < len(names) else label))
+        if len(fine) == len(paths):  # one label per file (not so for a Revisited set's parts)
+            label = int(fine[index])
+            labelled.setdefault(digest, []).append((Path(path), names[label] if 0 <= label < len(names) else label))
     report.conflicts = [" = ".join(f"{path} (label {label})" for path, label in files)
                         for files in labelled.values() if len({label for _, label in files}) > 1]  # fmt: skip
     return report
@@ -128,7 +129,7 @@ def report_lines(reports: Sequence[SplitReport], leaked: Sequence[str], plan: st
         sides = [min(size) for size in r.sizes]
         modes = ", ".join(f"{mode} {n}" for mode, n in r.modes.most_common())
         role = r.name.removesuffix("_dataset")
-        split = f" (split {r.split!r})" if r.split is not None and r.split != role else ""
+        split = f" (split {r.split!r})" if r.split is not None and r.split not in role.split() else ""
         lines += [
             f"{role}{split}: {r.images} images, {r.classes} classes; images per class "
             f"min / median / max {r.per_class[0]} / {r.per_class[1]:g} / {r.per_class[2]}",
