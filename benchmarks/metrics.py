@@ -26,6 +26,13 @@ ids: under DDP each process computes a disjoint share of the score tiles, so the
 most 0.6x the 1-process one, with identical values::
 
     python benchmarks/metrics.py --sizes 20000 --dim 128 --labels flat --ddp 1 2 --repeats 3
+
+``--tied 0 0.33`` measures the same evaluation with that share of the items mapped to one identical embedding (the
+first item's, at evenly spaced positions, across classes: a collapsed model), whose scores tie in every row: the
+engine's cost on heavily tied scores against untied ones, the check of the tie warning included (which warns on the
+tied set, and there also evaluates its sampled queries under the three policies)::
+
+    python benchmarks/metrics.py --sizes 5000 --dim 128 --labels flat 2level --tied 0 0.33 --methods product ranklit
 """
 
 from __future__ import annotations
@@ -57,6 +64,16 @@ def make_data(
     fine = torch.randint(0, num_fine, (n,), generator=g)
     embeddings = fine_centres[fine] + noise * torch.randn(n, dim, generator=g) / dim**0.5
     return torch.nn.functional.normalize(embeddings, dim=1), torch.stack([fine, fine_to_coarse[fine]], 1)
+
+
+def collapse(embeddings: torch.Tensor, share: float) -> torch.Tensor:
+    """``embeddings`` with ``share`` of its rows, at evenly spaced positions, replaced by the first row."""
+    count = round(share * embeddings.shape[0])
+    if count == 0:
+        return embeddings
+    out = embeddings.clone()
+    out[torch.arange(count) * embeddings.shape[0] // count] = embeddings[0]
+    return out
 
 
 def _rss(field: str) -> int:
@@ -109,7 +126,7 @@ def _pml(embeddings: torch.Tensor, labels: torch.Tensor, num_queries: int | None
     class WithRecall(AccuracyCalculator):
         """Adds deep-metric-learning Recall@k (some positive among the k nearest) over the same k-NN."""
 
-        def calculate_recall_at_k(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):  # noqa: ANN
+        def calculate_recall_at_k(self, knn_labels, query_labels, not_lone_query_mask, **kwargs):
             # only queries with a positive, as ranklit
             hits = (knn_labels == query_labels[:, None])[not_lone_query_mask]
             return {k: float(hits[:, :k].any(1).float().mean()) for k in (1, 2, 4, 8)}
@@ -177,6 +194,7 @@ def _measure(method: str, config: dict[str, Any], repeats: int, queue: Any) -> N
             faiss.omp_set_num_threads(config["threads"])
     keys = ("n", "dim", "per_class", "per_coarse", "noise")
     embeddings, labels = make_data(*(config[key] for key in keys))
+    embeddings = collapse(embeddings, config["tied"])
     if config["labels"] == "flat":
         labels = labels[:, 0]
     times, peaks, values = [], [], {}
@@ -321,6 +339,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
     parser.add_argument("--ties", choices=("pessimistic", "average", "optimistic"), default="pessimistic",
                         help="ranklit's tie policy")  # fmt: skip
+    parser.add_argument("--tied", type=float, nargs="+", default=[0.0], metavar="SHARE",
+                        help="for each SHARE, that share of the items mapped to one identical embedding (default 0)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
     parser.add_argument(
         "--ddp", type=int, nargs="+", default=None, metavar="PROCESSES",
@@ -336,14 +356,16 @@ def main() -> None:
     print(f"torch {torch.__version__}, {threads} threads, {os.cpu_count()} CPUs, load average {load}")
     print("| N | d | labels | method | median time (s) | × product | peak memory (MiB) | values |")
     print("|---|---|---|---|---|---|---|---|")
-    for n, extra, label_kind in itertools.product(args.sizes, args.queries, args.labels):
+    for n, extra, label_kind, tied in itertools.product(args.sizes, args.queries, args.labels, args.tied):
         if extra > 0:  # `extra` queries against a gallery of `n`
             config = dict(n=n + extra, num_queries=extra)
         else:
             fraction = args.query_fraction
             config = dict(n=n, num_queries=None if fraction is None else max(1, round(fraction * n)))
         config.update(dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
-                      noise=args.noise, threads=args.threads)  # fmt: skip
+                      noise=args.noise, threads=args.threads, tied=tied)  # fmt: skip
+        if tied:
+            label_kind = f"{label_kind}, {tied:.0%} identical"
         if config["num_queries"] is not None:
             label_kind = f"{label_kind}, {config['num_queries']} queries vs {config['n'] - config['num_queries']}"
         floor = None

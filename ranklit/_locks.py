@@ -38,10 +38,25 @@ from typing import Any
 
 from ranklit.errors import UserError
 
-__all__ = ["LockStuck", "holder", "put_back", "release", "release_all", "sibling_lock", "start_time", "take"]
+__all__ = [
+    "LockCopied",
+    "LockStuck",
+    "holder",
+    "put_back",
+    "release",
+    "release_all",
+    "sibling_lock",
+    "start_time",
+    "take",
+]
 
 TAKEOVER_STALE_S = 60.0  # a take-over file older than this was left by a killed process
 _held: set[Path] = set()  # the locks this process holds (resolved paths)
+
+
+class LockCopied(UserError):
+    """A live lock that names another path: it was copied with its folder (``cp -r`` of a live run); the message
+    says so and that deleting the copy's lock lets the copy go on."""
 
 
 class LockStuck(UserError):
@@ -117,9 +132,9 @@ def _is_me(found: dict[str, Any]) -> bool:
     return found["pid"] == os.getpid() and found.get("started") == start_time(os.getpid())
 
 
-def _me() -> str:
+def _me(path: Path) -> str:
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": start_time(os.getpid()),
-          "since": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+          "since": time.strftime("%Y-%m-%d %H:%M:%S"), "path": str(path.resolve())}  # fmt: skip
     return json.dumps(me) + "\n"
 
 
@@ -147,7 +162,7 @@ def take(path: str | Path, busy: Callable[[str], BaseException]) -> tuple[bytes,
     if path.resolve() in _held:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    text, taken_over = _me(), None
+    text, taken_over = _me(path), None
     for _ in range(100):  # each turn either takes the lock, refuses, or removes a stale one (bounded by races)
         if _create(path, text):
             _held.add(path.resolve())
@@ -158,6 +173,13 @@ def take(path: str | Path, busy: Callable[[str], BaseException]) -> tuple[bytes,
             return None
         reason = "it is damaged" if found is None else _stale_reason(found)
         if found is not None and reason is None:
+            copied = found.get("path")
+            if isinstance(copied, str) and copied != str(path.resolve()):
+                raise LockCopied(
+                    f"{path} was copied from {copied}, which {_describe(found)} holds: the copied lock names that "
+                    f"process, not one working in {path.parent}. If {path.parent} is a copy to use on its own, "
+                    f"delete {path} and run the command again."
+                )
             raise busy(_describe(found))
         taken_over = _remove_stale(path, reason or "") or taken_over
     raise LockStuck(_stuck_takeover(path))
@@ -225,7 +247,7 @@ def _remove_stale(path: Path, reason: str) -> tuple[bytes, int] | None:
     """Remove the stale lock ``path`` unless another process replaced it meanwhile (serialised by the take-over
     file); its contents and modification time when removed."""
     guard = _takeover_file(path)
-    if not _create(guard, _me()):
+    if not _create(guard, _me(guard)):
         if _left_by_a_killed_process(guard):
             guard.unlink(missing_ok=True)
             sys.stderr.write(f"Removed {guard}, left by a process that no longer runs.\n")

@@ -73,17 +73,27 @@ class EmbeddingWriter(BasePredictionWriter):
         """On rank 0: the refusal of a folder holding output (``None`` when it holds none or it was deleted)."""
         found = [file for folder in self._folders() for file in owned_files(folder, self.prefix)]
         if found and not self.overwrite:
-            more = f" and {len(found) - 1} more files" if len(found) > 1 else ""
-            return (
-                f"{self.path} already holds predictions ({found[0].name}{more}): give another folder "
-                "(`--predictions_path`), or replace them with `--overwrite true`."
-            )
+            return self._refusal(found)
         for file in found:
             file.unlink(missing_ok=True)
         for folder in self._folders()[1:]:
             if folder.is_dir() and not any(folder.iterdir()):
                 shutil.rmtree(folder)
         return None
+
+    def check_free(self) -> None:
+        """Raise the refusal of a folder holding predictions now, before a run folder is made (reads only: any
+        process may call it; :meth:`setup` decides again on rank 0 and deletes with ``overwrite``)."""
+        found = [file for folder in self._folders() for file in owned_files(folder, self.prefix)]
+        if found and not self.overwrite:
+            raise UserError(self._refusal(found))
+
+    def _refusal(self, found: list[Path]) -> str:
+        more = f" and {len(found) - 1} more files" if len(found) > 1 else ""
+        return (
+            f"{self.path} already holds predictions ({found[0].name}{more}): give another folder "
+            "(`--predictions_path`), or replace them with `--overwrite true`."
+        )
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:

@@ -265,6 +265,9 @@ class RanklitCLI(CheckpointSettingsCLI):
         config = self.config[self.subcommand]
         if not any(isinstance(c, EmbeddingWriter) for c in callbacks):
             callbacks.append(EmbeddingWriter(config["predictions_path"], overwrite=config.get("overwrite", False)))
+        for writer in callbacks:  # a refusal before the run folder is made (the run's logger makes it on setup)
+            if isinstance(writer, EmbeddingWriter):
+                writer.check_free()
         for writer in (c for c in callbacks if isinstance(c, EmbeddingWriter) and rank_zero_process()):
             lock_output(writer.path, "ranklit predict")  # one prediction per folder: a second one is refused
         if self.config_init[self.subcommand].get("return_predictions") is None:

@@ -8,9 +8,12 @@ checks (:mod:`ranklit.data.datasets.validation`: missing, empty or twice-listed 
 split is decoded as training or testing would (the query crop and the gallery of a Revisited test set included), with
 a progress bar, and the summary lists, per split, the images and classes, images per class (min / median / max),
 image sizes and modes, the unreadable files with their cause, the files the datasets skipped (named and counted),
-then the files of identical content in the training split and an evaluation split (a leak) and the batch plan
-(sampler, P × K, batches per epoch, its warnings). Exit code 0 when nothing is wrong, 2 when an unreadable file, a
-link to no file, a leak or a sampler error is found, 130 on Ctrl-C.
+with hierarchical labels the classes per level and whether they form a tree (each class under one coarser class),
+files of identical content with different labels within a split, then the files of identical content in the
+training split and an evaluation split (a leak) and the batch plan (sampler, P × K, batches per epoch, its
+warnings). Each split is named by its role and, where they differ, by its dataset's own split ("val (split 'test')").
+Exit code 0 when nothing is wrong, 2 when an unreadable file, a link to no file, labels that are not a tree,
+identical files with different labels, a leak or a sampler error is found, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ranklit.cli._error_surface import BUILD_ERRORS, as_user_error
 from ranklit.data import BrokenLinksWarning, RetrievalDataModule
 from ranklit.data.inspection import inspect_split, leaks, report_lines, splits_with_images
 from ranklit.errors import UserError
+from ranklit.functional.inputs import check_hierarchy
 
 __all__ = ["main"]
 
@@ -83,6 +87,18 @@ def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
     return "; ".join([text, *(f"note: {w.message}" for w in caught)]), False
 
 
+def _not_a_tree(name: str, data: Any) -> str | None:
+    """The problem line of a split whose hierarchical labels are not a tree (a fine class under two coarser ones)."""
+    labels = getattr(data, "labels", None)
+    if labels is None or labels.dim() != 2 or labels.shape[1] < 2:
+        return None
+    try:
+        check_hierarchy(labels, f"{name.removesuffix('_dataset')} labels")
+    except ValueError as error:
+        return f"PROBLEM: {error}"
+    return None
+
+
 def main(args: list[str]) -> None:
     """``ranklit data check ...`` (``args`` after ``check``); exits with 0 or 2."""
     parser = argparse.ArgumentParser(
@@ -104,7 +120,10 @@ def main(args: list[str]) -> None:
     leaked = leaks(reports)
     plan, sampler_problem = _plan(datamodule)
     lines = report_lines(reports, leaked, plan)
+    not_trees = [problem for name, data in splits if (problem := _not_a_tree(name, data)) is not None]
+    lines += not_trees
     lines += [f"{'PROBLEM' if note in broken else 'note'}: {note}" for note in notes]
     sys.stdout.write("\n".join(lines) + "\n")
-    problems = sampler_problem or bool(leaked) or bool(broken) or any(r.unreadable for r in reports)
+    problems = sampler_problem or bool(leaked) or bool(broken) or bool(not_trees)
+    problems = problems or any(r.unreadable or r.conflicts for r in reports)
     raise SystemExit(2 if problems else 0)

@@ -25,13 +25,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.cli import LightningArgumentParser
 
 from ranklit.cli._causes import chain, user_message
+from ranklit.cli._parser_messages import parser_message
 from ranklit.errors import UserError
 
 __all__ = ["BUILD_ERRORS", "ShortUsageParser", "as_user_error", "check_command_line", "missing_config", "user_errors"]
@@ -47,6 +48,11 @@ class ShortUsageParser(LightningArgumentParser):
     def print_usage(self, file: Any = None) -> None:
         prog = self.prog.replace(" [options]", "")
         (file or sys.stderr).write(f"usage: {prog} --config CONFIG [--KEY VALUE ...] (all options: {prog} --help)\n")
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        """jsonargparse's error, made one useful line where ranklit knows how (a class named by an old path, an option
+        of another command: :func:`ranklit.cli._parser_messages.parser_message`)."""
+        super().error(parser_message(message), ex)
 
 
 def as_user_error(error: BaseException) -> UserError:

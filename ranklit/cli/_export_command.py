@@ -7,7 +7,9 @@ beside it (``PATH.json``: input size, resize/crop, mean/std, embedding size, L2 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,25 @@ def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel
     return load_model(options.config, options.ckpt_path)
 
 
+def _check_writable(output: Path) -> None:
+    """Refuse, before the network is loaded, an ``--output`` that names a folder or lies in one this user cannot
+    write (TorchScript's writer would say so in a C++ traceback)."""
+    from ranklit.errors import UserError
+
+    if output.is_dir():
+        example = output / "model.onnx"
+        raise UserError(f"`--output` {output} is a folder: give the model file to write (e.g. {example}).")
+    folder = output.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as error:
+        if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # the error surface names the folder
+            raise OSError(error.errno, error.strerror, str(folder)) from None
+        raise UserError(f"cannot write into {folder}: {error.strerror}; give `--output` a file path in a writable "
+                        "folder.") from None
+
+
 def main(args: list[str]) -> None:
     """``ranklit export ...`` (``args`` after ``export``)."""
     parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0].replace("``", ""))
@@ -47,6 +68,7 @@ def main(args: list[str]) -> None:
     parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
     parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")
     options = parser.parse_args(args)
+    _check_writable(options.output)
     from ranklit.deploy import card_path, export_model
 
     card = export_model(model_from_options(options, "export"), options.output, options.format)

@@ -2,10 +2,12 @@
 
 The images are embedded batch by batch with a progress bar (Lightning's predict loop; ``--devices N`` splits them
 between processes) into descriptor shards, with their paths, the network and its card (:mod:`ranklit.deploy._index`).
-Re-running the same command after an interruption continues where it stopped; a second ``ranklit index`` into the
-same folder while one runs is refused, naming it (``.<output>.lock`` beside the folder). ``--backend ivf``
-(``flat``, ``hnsw``, ``pq``; ``pip install "ranklit[faiss]"``) adds a faiss structure for large indexes;
-``--evaluate`` prints its recall@k against the exact search on a sample of the indexed images.
+A CSV with a ``split`` column (training and evaluation images together) needs ``--split`` (``test``, ``gallery``,
+... or ``all``): which images to index is asked, never guessed. Re-running the same command after an interruption
+continues where it stopped; a second ``ranklit index`` into the same folder while one runs is refused, naming it
+(``.<output>.lock`` beside the folder). ``--backend ivf`` (``flat``, ``hnsw``, ``pq``; ``pip install
+"ranklit[faiss]"``) adds a faiss structure for large indexes; ``--evaluate`` prints its recall@k against the exact
+search on a sample of the indexed images.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def _arguments() -> argparse.ArgumentParser:
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
                         "with a `path` column (paths relative to its folder)")  # fmt: skip
+    parser.add_argument("--split", default=None, help="the rows of a CSV with a `split` column to index (e.g. test, "
+                        "gallery; `all`: every row); required for such a CSV")  # fmt: skip
     parser.add_argument("--output", required=True, type=Path, help="the index folder to write (or to resume)")
     parser.add_argument("--batch_size", type=int, default=64, help="images embedded at a time")
     parser.add_argument("--num_workers", type=int, default=0, help="image-loading processes")
@@ -59,6 +63,7 @@ def main(args: list[str]) -> None:
     card = build_index(
         model, options.images, options.output, batch_size=options.batch_size, num_workers=options.num_workers,
         accelerator=options.accelerator, devices=devices, block_rows=options.block_rows, progress=options.progress,
+        split=options.split,
     )  # fmt: skip
     if not card["index"]["complete"]:
         return  # a process of a multi-device run other than the first: the first one finishes the index

@@ -1,10 +1,12 @@
 """``ranklit search --index I --query IMG|DIR --k 10 [--json] [--output grid.png]``: the best images of an index.
 
-Prints each query's ranked paths and scores (cosine similarities), or with ``--json`` a list of ``{"query",
-"results": [{"path", "score"}, ...]}``; ``--output`` draws each query and its top k (:func:`ranklit.viz.ranking_grid`).
-Post-processing as in the landmark evaluation (:mod:`ranklit.landmarks.postprocess`), in this order: ``--whiten``
-(a PCA whitening learnt from the index itself, ``--whiten index``, or from a descriptor folder of ``ranklit
-predict``), ``--dba`` (database-side augmentation: ``O(N²·D)`` once, the index in memory) and ``--qe`` (α-QE).
+A query that the index holds (the same file, paths resolved) is left out of its own results unless
+``--no-exclude_self``. Prints each query's ranked paths and scores (cosine similarities), or with ``--json`` a list
+of ``{"query", "results": [{"path", "score"}, ...]}``; ``--output`` draws each query and its top k
+(:func:`ranklit.viz.ranking_grid`). Post-processing as in the landmark evaluation
+(:mod:`ranklit.landmarks.postprocess`), in this order: ``--whiten`` (a PCA whitening learnt from the index itself,
+``--whiten index``, or from a descriptor folder of ``ranklit predict``), ``--dba`` (database-side augmentation:
+``O(N²·D)`` once, the index in memory) and ``--qe`` (α-QE).
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ def _arguments() -> argparse.ArgumentParser:
     parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
+    parser.add_argument("--split", default=None, help="with a CSV of queries that has a `split` column: its rows to "
+                        "use (e.g. query; `all`: every row)")  # fmt: skip
     parser.add_argument("--k", type=int, default=10, help="results per query")
+    parser.add_argument("--exclude_self", action=argparse.BooleanOptionalAction, default=True,
+                        help="leave a query that the index holds (the same file) out of its own results (default)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--output", type=Path, default=None, help="draw the queries and their results (PNG)")
     parser.add_argument("--backend", choices=BACKENDS, default=None, help="exact, or the index's faiss kind")
@@ -62,12 +68,12 @@ def _steps(options: argparse.Namespace) -> list[PostProcessStep]:
     return steps
 
 
-def _queries(query: Path) -> list[str]:
+def _queries(query: Path, split: str | None) -> list[str]:
     """An image file, or the images of a folder or CSV file (as ``ranklit index --images`` reads them)."""
     from ranklit.deploy import images_dataset
 
     if query.is_dir() or query.suffix.lower() == ".csv":
-        return [str(p) for p in images_dataset(query).paths]  # type: ignore[attr-defined]
+        return [str(p) for p in images_dataset(query, split=split).paths]  # type: ignore[attr-defined]
     if not query.is_file():
         raise UserError(f"query image {query} not found.")
     return [str(query)]
@@ -98,12 +104,12 @@ def main(args: list[str]) -> None:
     options = _arguments().parse_args(args)
     from ranklit.deploy import Retriever
 
-    queries = _queries(options.query)
+    queries = _queries(options.query, options.split)
     retriever = Retriever.from_index(
         options.index, postprocess=_steps(options), backend=options.backend, nprobe=options.nprobe,
         device=options.device,
     )  # fmt: skip
-    hits = retriever.search(queries, k=options.k)
+    hits = retriever.search(queries, k=options.k, exclude_self=options.exclude_self)
     if options.json:
         results = [{"query": q, "results": [{"path": h.path, "score": h.score} for h in found]}
                    for q, found in zip(queries, hits, strict=True)]  # fmt: skip

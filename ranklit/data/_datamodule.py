@@ -23,6 +23,7 @@ from typing_extensions import override
 from ranklit.data._crop_first import CropFirst, crop_first, normalise_on_device
 from ranklit.data._device_decode import decode_encoded, device_decoder
 from ranklit.data._encoded import EncodedImages, collate
+from ranklit.data._unreadable import EVALUATION_STOP
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
@@ -97,6 +98,8 @@ class RetrievalDataModule(L.LightningDataModule):
         eval_batch_size: batch size of the evaluation loaders.
         image_size: training crop (RandomResizedCrop) side.
         crop_scale: area range of the training crop, as a fraction of the image.
+        hflip: flip half of the training crops horizontally (default); ``data.hflip: false`` for classes that a
+            mirror image changes (arrows, text, mirrored products).
         resize_size, crop_size: evaluation resize then centre crop.
         mean, std: normalisation (ImageNet by default).
         num_workers: loader worker processes per process (one process per GPU under DDP: about the CPU cores per GPU
@@ -133,6 +136,7 @@ class RetrievalDataModule(L.LightningDataModule):
         eval_batch_size: int = 128,
         image_size: int = 224,
         crop_scale: tuple[float, float] = (0.16, 1.0),
+        hflip: bool = True,
         resize_size: int = 256,
         crop_size: int = 224,
         mean: tuple[float, float, float] = IMAGENET_MEAN,
@@ -152,7 +156,7 @@ class RetrievalDataModule(L.LightningDataModule):
         self.mean, self.std = tuple(mean), tuple(std)
         self.resize_size, self.crop_size = resize_size, crop_size
         self.normalize_on_device = normalize_on_device
-        train = train_transform(image_size, scale=crop_scale, mean=mean, std=std)
+        train = train_transform(image_size, scale=crop_scale, mean=mean, std=std, hflip=hflip)
         evaluation = test_transform(resize_size, crop_size, mean=mean, std=std)
         if on_bad_image not in ("stop", "skip"):
             raise ValueError(f"`data.on_bad_image` must be 'stop' or 'skip', got {on_bad_image!r}.")
@@ -167,7 +171,7 @@ class RetrievalDataModule(L.LightningDataModule):
             if dataset is None:
                 continue
             if hasattr(dataset, "on_bad_image"):  # an evaluation image is never replaced: it would change the metric
-                dataset.on_bad_image = on_bad_image if transform is train else "stop"
+                dataset.on_bad_image = on_bad_image if transform is train or on_bad_image == "stop" else EVALUATION_STOP
             if getattr(dataset, "transform", None) is None:
                 # a file is decoded at the size its crop needs; uint8 crops normalised on the device
                 dataset.transform = crop_first(transform, on_device=normalize_on_device)

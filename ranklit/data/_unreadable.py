@@ -22,7 +22,10 @@ from PIL import Image
 
 from ranklit.errors import UserError
 
-__all__ = ["unreadable_image"]
+__all__ = ["EVALUATION_STOP", "evaluation_image", "unreadable_image"]
+
+EVALUATION_STOP = "stop-evaluation"
+"""``on_bad_image`` of an evaluation set when the run asked for ``skip``: it stops, saying that skip is not for it."""
 
 _SKIP = "or, in a training set, set `data.on_bad_image: skip` to replace it by another image of its class"
 
@@ -45,3 +48,20 @@ def unreadable_image(path: str | Path, error: BaseException) -> UserError:
         )
     cause = str(error).splitlines()[0] if str(error) else type(error).__name__
     return UserError(f"Could not decode image {path}: {cause}. Re-extract or remove this file, {_SKIP}.")
+
+
+def evaluation_image(error: BaseException, owner: str, split: str | None) -> UserError:
+    """The error of an undecodable image of an evaluation set whose run set ``data.on_bad_image: skip``: skip applies
+    to training sets only (a replaced query or gallery image would change the metric).
+
+    Example:
+        >>> print(evaluation_image(UserError(f"Could not decode image a.jpg: truncated. Re-extract or remove this "
+        ...                                  f"file, {_SKIP}."), "CSVDataset", "test"))  # doctest: +ELLIPSIS
+        Could not decode image a.jpg: truncated. Re-extract or remove this file. It is an evaluation image ...
+    """
+    message = str(error).replace(f", {_SKIP}.", ".")
+    where = f"{owner}, split {split!r}" if split is not None else owner
+    return UserError(
+        f"{message} It is an evaluation image ({where}): `data.on_bad_image: skip` replaces training images only "
+        "(a replaced query or gallery image would change the metric), so fix or remove this file."
+    )

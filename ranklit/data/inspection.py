@@ -37,6 +37,9 @@ class SplitReport:
     modes: Counter = field(default_factory=Counter)
     unreadable: list[str] = field(default_factory=list)
     hashes: dict[str, list[Path]] = field(default_factory=dict)
+    split: str | None = None  # the dataset's own split (the "val" role may read the test split)
+    levels: tuple[int, ...] = ()  # classes per label column, finest first, with hierarchical labels
+    conflicts: list[str] = field(default_factory=list)  # files of identical content with different labels
 
 
 def _per_class(labels: Tensor) -> tuple[int, float, int]:
@@ -64,6 +67,11 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
     labels: Tensor = dataset.labels  # type: ignore[attr-defined]
     fine = labels if labels.dim() == 1 else labels[:, 0]
     report = SplitReport(name, len(labels), int(fine.unique().numel()), _per_class(labels))
+    report.split = getattr(dataset, "split", None)
+    if labels.dim() == 2 and labels.shape[1] > 1:
+        report.levels = tuple(int(labels[:, h].unique().numel()) for h in range(labels.shape[1]))
+    names = (getattr(dataset, "class_names", None) or [[]])[0]  # the original labels, where the dataset keeps them
+    labelled: dict[str, list[tuple[Path, object]]] = {}
     paths: Sequence[Path] = getattr(dataset, "paths", [])
     read = getattr(dataset, "read_image", lambda index: load_image(paths[index]))
     for index in _bar(range(len(paths)), f"data check: {name}", progress):
@@ -78,7 +86,13 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
             cause = str(error).splitlines()[0] if str(error) else type(error).__name__
             report.unreadable.append(f"{path} ({cause.replace(f'Could not decode image {path}: ', '')})")
             continue
-        report.hashes.setdefault(hashlib.sha1(content).hexdigest(), []).append(Path(path))
+        digest = hashlib.sha1(content).hexdigest()
+        report.hashes.setdefault(digest, []).append(Path(path))
+        if len(fine) == len(paths):  # one label per file (not so for a Revisited set's parts)
+            label = int(fine[index])
+            labelled.setdefault(digest, []).append((Path(path), names[label] if 0 <= label < len(names) else label))
+    report.conflicts = [" = ".join(f"{path} (label {label})" for path, label in files)
+                        for files in labelled.values() if len({label for _, label in files}) > 1]  # fmt: skip
     return report
 
 
@@ -114,11 +128,19 @@ def report_lines(reports: Sequence[SplitReport], leaked: Sequence[str], plan: st
     for r in reports:
         sides = [min(size) for size in r.sizes]
         modes = ", ".join(f"{mode} {n}" for mode, n in r.modes.most_common())
+        role = r.name.removesuffix("_dataset")
+        split = f" (split {r.split!r})" if r.split is not None and r.split not in role.split() else ""
         lines += [
-            f"{r.name.removesuffix('_dataset')}: {r.images} images, {r.classes} classes; images per class "
+            f"{role}{split}: {r.images} images, {r.classes} classes; images per class "
             f"min / median / max {r.per_class[0]} / {r.per_class[1]:g} / {r.per_class[2]}",
             f"  shorter side (px) min / median / max {_range(sides)}; modes: {modes or '-'}",
         ]
+        if r.levels:
+            counts = " / ".join(str(n) for n in r.levels)
+            lines.append(f"  label hierarchy: {len(r.levels)} levels, {counts} classes (finest to coarsest)")
+        if r.conflicts:
+            lines.append(f"  PROBLEM: {len(r.conflicts)} files of identical content with different labels: "
+                         f"{examples(r.conflicts)}")  # fmt: skip
         if r.unreadable:
             lines.append(f"  PROBLEM: {len(r.unreadable)} unreadable files: {examples(r.unreadable)}")
     if leaked:

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.transforms import InterpolationMode, v2
 
-from ranklit._checks import check_positive_int
+from ranklit._checks import check_flag, check_positive_int
 
 __all__ = [
     "full_size_transform",
@@ -56,6 +56,7 @@ def train_transform(
     mean: tuple[float, ...] = IMAGENET_MEAN,
     std: tuple[float, ...] = IMAGENET_STD,
     interpolation: str = "bilinear",
+    hflip: bool = True,
 ) -> v2.Compose:
     """RandomResizedCrop + horizontal flip + normalisation: every paper's training augmentation
     ([spec §4][spec-experiments]).
@@ -67,6 +68,8 @@ def train_transform(
         mean: per-channel mean subtracted after scaling to [0, 1].
         std: per-channel standard deviation divided by.
         interpolation: torchvision interpolation name ("bilinear", "bicubic", ...).
+        hflip: flip half of the crops horizontally (default); ``False`` for classes that a mirror image changes
+            (arrows, text, mirrored products: a flipped image would be a positive of the wrong class).
 
     Example:
         >>> image = torch.randint(0, 256, (3, 40, 60), dtype=torch.uint8)
@@ -84,7 +87,7 @@ def train_transform(
                 interpolation=_interpolation(interpolation),
                 antialias=True,
             ),
-            v2.RandomHorizontalFlip(),
+            *([v2.RandomHorizontalFlip()] if check_flag("hflip", hflip) else []),
             *_to_normalised_tensor(mean, std),
         ]
     )

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Subset
 
+from ranklit._checks import check_positive_int
 from ranklit.deploy._model import CARD_FORMAT, LoadedModel
 from ranklit.errors import UserError
 from ranklit.index import DescriptorShards
@@ -89,9 +90,10 @@ def read_index_card(folder: str | Path, *, complete: bool = True) -> dict[str, A
     return card
 
 
-def images_dataset(images: str | Path, transform: Any = None) -> Dataset:
+def images_dataset(images: str | Path, transform: Any = None, split: str | None = None) -> Dataset:
     """The images of ``images``: a folder (every image file under it) or a CSV file with a ``path`` column (paths
-    relative to the CSV's folder), as :class:`ranklit.data.ImageFiles`."""
+    relative to the CSV's folder, inside it), as :class:`ranklit.data.ImageFiles`; ``split``: the rows of a CSV with
+    a ``split`` column to read (``"all"`` for every row; ``None`` is refused for such a CSV)."""
     from ranklit.data import ImageFiles
 
     source = Path(images)
@@ -99,14 +101,17 @@ def images_dataset(images: str | Path, transform: Any = None) -> Dataset:
         raise UserError(f"{source}: no such folder or .csv file of images.")
     try:
         if source.is_dir():
-            return ImageFiles(source, transform=transform)
-        return ImageFiles(source.parent, transform=transform, csv_file=source.resolve())
+            return ImageFiles(source, split, transform=transform)
+        return ImageFiles(source.parent, split, transform=transform, csv_file=source.resolve())
     except ValueError as error:  # e.g. a folder without images: the reader's message names it
         raise UserError(str(error)) from None
 
 
 def _check_existing(files: IndexFiles, card: dict[str, Any], paths: list[str]) -> None:
-    """Refuse to write into a folder that holds something else than this index (partly) built."""
+    """Refuse to write into a folder that holds something else than this index (partly) built, or into a file."""
+    if files.folder.exists() and not files.folder.is_dir():
+        raise UserError(f"the index's output {files.folder} is a file: `--output` names the folder to write the index "
+                        "into (a new or empty one, or the index being resumed).")  # fmt: skip
     if not files.folder.exists() or not any(files.folder.iterdir()):
         return
     old = read_index_card(files.folder, complete=False)
@@ -197,24 +202,31 @@ def build_index(
     devices: int | str = 1,
     block_rows: int = 50_000,
     progress: bool = True,
+    split: str | None = None,
 ) -> dict[str, Any]:
     """Embed the images of ``images`` (folder or CSV) with ``model`` into the index folder ``output`` (exact search).
 
     Re-running on the same ``output`` resumes (module docstring). A faiss structure is added by
-    :func:`ranklit.deploy.add_faiss`. Returns the card written.
+    :func:`ranklit.deploy.add_faiss`. ``split``: which rows of a CSV with a ``split`` column to embed (e.g.
+    ``"test"``, or ``"all"``), required for such a CSV (:class:`ranklit.data.ImageFiles`). Returns the card written.
     """
+    check_positive_int("block_rows", block_rows, " (images per resumable block)")
     files = IndexFiles(Path(output))
-    data = images_dataset(images, model.transform())
+    data = images_dataset(images, model.transform(), split)
     paths = [str(Path(p).resolve()) for p in data.paths]  # type: ignore[attr-defined]
     settings = {"batch_size": batch_size, "num_workers": num_workers, "accelerator": accelerator, "devices": devices,
                 "block_rows": block_rows, "progress": progress}  # fmt: skip
     card = {
         **model.card,
-        "index": {"images": str(Path(images).resolve()), "count": len(paths), "block_rows": block_rows,
-                  "complete": False, "backend": "exact"},
+        "index": {"images": str(Path(images).resolve()), "split": split, "count": len(paths),
+                  "block_rows": block_rows, "complete": False, "backend": "exact"},
     }
     _check_existing(files, card, paths)
-    files.folder.mkdir(parents=True, exist_ok=True)
+    try:
+        files.folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as error:  # a file on the way (a permission is the CLI's to explain)
+        raise UserError(f"cannot create the index folder {files.folder}: {error.strerror} ({error.filename}); give "
+                        "`--output` a folder path whose parents are folders.") from None
     if not files.card.is_file():
         files.paths.write_text(json.dumps(paths))
         torch.save(model.net.state_dict(), files.weights)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -107,7 +108,18 @@ def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
     try:
         return parser.instantiate_classes(parser.parse_object({"net": net_config})).net
     except Exception as error:  # jsonargparse's ArgumentError, or the class's own ValueError
-        raise UserError(f"{config}: `model.net` cannot be built: {str(error).splitlines()[0]}") from error
+        raise UserError(f"{config}: `model.net` cannot be built: {_build_reason(error)}") from error
+
+
+def _build_reason(error: BaseException) -> str:
+    """The reason jsonargparse buries in its union dump: the innermost exception's first line (the class's own
+    message, an unknown option), after the innermost init argument the dump names."""
+    inner = error
+    while (inner.__cause__ or inner.__context__) is not None:
+        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+    keys = [key for key in re.findall(r'Parser key "([^"]+)"', str(error)) if key != "net"]
+    reason = next((line.strip() for line in str(inner).splitlines() if line.strip()), type(inner).__name__)
+    return f"`{keys[-1]}`: {reason}" if keys and keys[-1] not in reason else reason
 
 
 def _load_weights(net: nn.Module, ckpt_path: Path, config: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ranklit.data.decoding import load_image
 from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
 from ranklit.deploy._model import LoadedModel, _build_net, weights_sha256
+from ranklit.deploy._queries import check_query_tensor
 from ranklit.errors import UserError
 from ranklit.index import Descriptors, DescriptorShards, top_k
 from ranklit.landmarks.postprocess import PostProcessStep
@@ -48,7 +49,9 @@ class Retriever:
 
     Queries (:meth:`search`): an image file path, a PIL image, a ``uint8`` image tensor ``[3, H, W]`` (each is
     preprocessed as the card says), a list of those, a float tensor ``[B, 3, H, W]`` or ``[3, H, W]`` already
-    preprocessed (the network's input), or a ``[B, D]`` float tensor of descriptors of the index's model.
+    preprocessed (the network's input), or a ``[B, D]`` float tensor of descriptors of the index's model. A tensor
+    of anything else (another dtype, channels last, raw 0-255 floats, NaN, another size) is refused in one line
+    (:mod:`ranklit.deploy._queries`).
 
     Example:
         >>> import tempfile, pathlib, yaml
@@ -83,6 +86,7 @@ class Retriever:
         files = IndexFiles(Path(folder))
         self.card = read_index_card(files.folder)
         self.paths: list[str] = json.loads(files.paths.read_text())
+        self._path_rows = {path: row for row, path in enumerate(self.paths)}
         net = _build_net(self.card["config"]["model"]["net"], files.card)
         net.load_state_dict(load_checkpoint(files.weights))
         if weights_sha256(net) != self.card["model_sha256"]:
@@ -119,6 +123,12 @@ class Retriever:
         return cls(folder, **options)
 
     def _image(self, query: Query) -> Tensor:
+        if isinstance(query, Tensor):
+            if query.ndim != 3:
+                raise UserError(f"a list of queries holds a tensor of shape {list(query.shape)}: each must be one "
+                                "image [3, H, W] (pass a batch [B, 3, H, W] or descriptors [B, D] on their own).")
+            if check_query_tensor(query, self.card) == "inputs":
+                return query.detach().float()
         if isinstance(query, (str, Path)):
             try:
                 query = load_image(query)
@@ -127,22 +137,24 @@ class Retriever:
         return self._transform(query)
 
     def embed_inputs(self, images: Sequence[Query]) -> Tensor:
-        """``[B, 3, H, W]`` network inputs of image files or PIL images (preprocessed as the card says)."""
+        """``[B, 3, H, W]`` network inputs of image files, PIL images or image tensors (preprocessed as the card says
+        unless already network inputs, :mod:`ranklit.deploy._queries`)."""
         return torch.stack([self._image(image) for image in images]) if images else torch.zeros(0, 3, 1, 1)
 
     def embed(self, queries: Query | Sequence[Query]) -> Tensor:
-        """``[Q, D]`` descriptors of the queries (the class docstring says what a query may be)."""
-        if isinstance(queries, Tensor) and queries.is_floating_point() and queries.ndim in (2, 3, 4):
-            if queries.ndim == 2:
-                if queries.shape[1] != self.dim:
-                    raise UserError(f"descriptors of size {queries.shape[1]} given; this index's model gives "
-                                    f"{self.dim}: embed the queries with the index's model.")  # fmt: skip
+        """``[Q, D]`` descriptors of the queries (the class docstring says what a query may be; a tensor is checked
+        by :func:`~ranklit.deploy._queries.check_query_tensor`)."""
+        if isinstance(queries, Tensor):
+            kind = check_query_tensor(queries, self.card)
+            if kind == "descriptors":
                 return queries.detach().float().cpu()
-            images = queries if queries.ndim == 4 else queries[None]
+            if kind == "inputs":
+                images = (queries if queries.ndim == 4 else queries[None]).detach().float()
+            else:
+                images = self.embed_inputs(list(queries) if queries.ndim == 4 else [queries])
         else:
-            one = isinstance(queries, (str, Path, Image.Image)) or (isinstance(queries, Tensor) and queries.ndim == 3)
-            listed = cast(list[Query], [queries] if one else list(queries))  # type: ignore[arg-type]
-            images = self.embed_inputs(listed)
+            listed = [queries] if isinstance(queries, (str, Path, Image.Image)) else list(queries)
+            images = self.embed_inputs(cast(list[Query], listed))
         with torch.no_grad():
             parts = [self.model.net(batch.to(self.device)).float().cpu() for batch in images.split(64)]
         return torch.cat(parts) if parts else torch.zeros(0, self.dim)
@@ -156,13 +168,34 @@ class Retriever:
             return faiss_search(self._faiss, queries, min(k, len(self.paths)), nprobe=self.nprobe)
         return top_k(queries, self.gallery, k)
 
-    def search(self, queries: Query | Sequence[Query], k: int = 10) -> list[list[Hit]]:
-        """The ``k`` best images of the index for each query, best first (one list per query)."""
+    def search(
+        self, queries: Query | Sequence[Query], k: int = 10, *, exclude_self: bool = False
+    ) -> list[list[Hit]]:
+        """The ``k`` best images of the index for each query, best first (one list per query).
+
+        With ``exclude_self``, a query given as a file path that the index holds (the same file, paths resolved) is
+        left out of its own results (``k`` others are returned); queries given otherwise are unaffected.
+        """
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise UserError(f"`k` must be a positive integer, got {k!r}.")
-        scores, rows = self.search_descriptors(self.embed(queries), k)
+        listed: list[Query] | None = None
+        if isinstance(queries, (str, Path)):
+            listed = [queries]
+        elif not isinstance(queries, (Tensor, Image.Image)):
+            listed = list(queries)
+        own = self._own_rows(listed) if exclude_self and listed is not None else None
+        extra = 1 if own is not None and any(row is not None for row in own) else 0
+        scores, rows = self.search_descriptors(self.embed(queries if listed is None else listed), k + extra)
         index = self._dataset_index
-        return [
+        hits = [
             [Hit(self.paths[int(index[r])], float(s), int(r)) for s, r in zip(row_scores, row, strict=True) if r >= 0]
             for row_scores, row in zip(scores.tolist(), rows.tolist(), strict=True)
         ]
+        if own is None:
+            return hits
+        return [[h for h in found if int(index[h.row]) != mine][:k] for found, mine in zip(hits, own, strict=True)]
+
+    def _own_rows(self, queries: Sequence[Query]) -> list[int | None]:
+        """For each query, the position in ``paths`` of the same file (resolved path), ``None`` if absent or not a
+        path."""
+        return [self._path_rows.get(str(Path(q).resolve())) if isinstance(q, (str, Path)) else None for q in queries]

@@ -23,6 +23,7 @@ labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on t
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 
@@ -44,8 +45,10 @@ from ranklit.functional._query_values import QueryValues
 from ranklit.functional._row_metrics import evaluate_rows
 from ranklit.functional._sharding import QueryShard
 from ranklit.functional._symmetric_ranks import symmetric_positive_counts, symmetric_tile_size
+from ranklit.functional._tie_share import warn_if_tied
 from ranklit.functional.binary_metrics import binary_keys, binary_query_metrics
 from ranklit.functional.inputs import (
+    RetrievalInputs,
     check_distinct_ids,
     check_hierarchy,
     prepare_inputs,
@@ -224,6 +227,31 @@ def retrieval_metric_tensors(
     if ref_embeddings is None and ids is not None and x.query_ids is not None:
         check_distinct_ids(x.query_ids, "ids")
     junk = check_junk(junk, num_queries, num_refs, x.queries.device)
+    evaluate = functools.partial(_evaluate, cutoffs=cutoffs, alpha=alpha, average=average, chunk_size=chunk_size)
+    if shard is None or shard.rank == 0:  # the sampled queries against the whole set: a copy of the full problem
+        warn_if_tied(x, junk, ties, lambda inputs, removed, policy: evaluate(
+            inputs, removed, symmetric=False, ties=policy, per_query=False, shard=None))  # fmt: skip
+    symmetric = ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids)
+    return evaluate(x, junk, symmetric=symmetric, ties=ties, per_query=per_query, shard=shard)
+
+
+def _evaluate(
+    x: RetrievalInputs,
+    junk: Tensor | None,
+    *,
+    symmetric: bool,
+    cutoffs: dict[str, tuple[int, ...]],
+    ties: str,
+    alpha: float,
+    average: str,
+    per_query: bool,
+    chunk_size: int | None,
+    shard: QueryShard | None,
+) -> dict[str, Tensor]:
+    """The metrics of validated inputs (``symmetric``: the queries rank each other, flat labels, no junk, distinct
+    ids, so the symmetric path may be taken)."""
+    num_levels = x.num_levels
+    num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
     # positives (flat) or relevant items (hierarchical): same label in the coarsest column
     label_keys = SortedKeys(x.ref_labels[:, -1])
     class_sizes = label_keys.count(x.query_labels[:, -1])
@@ -232,7 +260,7 @@ def retrieval_metric_tensors(
     strict = ties != "pessimistic"
     finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
     kernel = metrics_kernel(x, junk)  # CUDA: the Triton kernel counts, the scores never written (else None)
-    if kernel is None and ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids):
+    if kernel is None and symmetric:
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:
             tile = shard.agree_min(tile)

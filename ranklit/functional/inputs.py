@@ -125,6 +125,9 @@ def check_embeddings(embeddings: Tensor, name: str = "embeddings", finite: bool 
         raise ValueError(f"`{name}` must have shape [N, D], got {tuple(embeddings.shape)}.")
     if embeddings.shape[0] == 0:
         raise ValueError(f"`{name}` is empty: a retrieval problem needs at least one item.")
+    if embeddings.shape[1] == 0:
+        raise ValueError(f"`{name}` has shape {tuple(embeddings.shape)}: embeddings of size 0 score every pair alike; "
+                         "check the network's output size (`embedding_dim`).")  # fmt: skip
     if finite and not torch.isfinite(embeddings.detach()).all():
         raise ValueError(f"`{name}` contains NaN or infinite values; check the network's output and the learning rate.")
 

@@ -23,9 +23,22 @@ from torch import Tensor
 
 from ranklit._checks import check_choice
 
-__all__ = ["TIES", "TiedPositives", "check_ties", "group_bounds", "tie_positives", "strictly_above_thresholds"]
+__all__ = [
+    "TIES",
+    "TiedPositives",
+    "TiedScoresWarning",
+    "check_ties",
+    "group_bounds",
+    "tie_positives",
+    "strictly_above_thresholds",
+]
 
 TIES = ("pessimistic", "average", "optimistic")
+
+
+class TiedScoresWarning(UserWarning):
+    """Emitted once per evaluation by ``retrieval_metrics``/``RetrievalMetrics`` when a large share of the scores tie
+    and the figures depend on the ``ties`` policy (:mod:`ranklit.functional._tie_share`); filter it by this class."""
 
 
 def check_ties(ties: str) -> str:

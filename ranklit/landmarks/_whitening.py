@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ranklit.errors import UserError
 from ranklit.index import Descriptors, as_descriptors
 
 __all__ = ["Whitening", "learn_whitening"]
@@ -92,7 +93,8 @@ def learn_whitening(
         raise ValueError(f"`power` must be >= 0, got {power}.")
     num_dims = source.dim
     if dim is not None and not (isinstance(dim, int) and 1 <= dim <= num_dims):
-        raise ValueError(f"`dim` must be an integer in [1, {num_dims}] (the descriptor size) or None, got {dim!r}.")
+        raise UserError(f"`dim` must be an integer in [1, {num_dims}] (the descriptor size; `ranklit search "
+                        f"--whiten_dim`) or None, got {dim!r}.")
     total = torch.zeros(num_dims, dtype=torch.float64)
     for chunk in source.chunks(chunk_rows):
         if not torch.isfinite(chunk).all():

@@ -79,8 +79,10 @@ def test_a_reused_folder_is_refused_before_writing_and_replaced_with_overwrite(t
     rows = len(SyntheticHierarchy(split="test", **SMALL))
     assert capsys.readouterr().out.strip().splitlines()[-1] == f"Predictions written to out: {rows} rows."
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out").iterdir()}
+    logged = [arg for arg in PREDICT if arg != "--trainer.logger=false"]  # the config's logger: a run folder
     with pytest.raises(SystemExit) as refused:
-        main([*PREDICT, *synthetic_args(images_per_class=2), "--predictions_path=out"])
+        main([*logged, *synthetic_args(images_per_class=2), "--predictions_path=out"])
+    assert not list(tmp_path.rglob("version_*"))  # a refused prediction leaves no empty run folder
     err = capsys.readouterr().err
     assert (
         refused.value.code == 2

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklit._locks import LockStuck
+from ranklit._locks import LockCopied, LockStuck
 from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release, start_time
 
 
@@ -118,3 +118,27 @@ def test_a_takeover_that_never_finishes_names_the_file_its_age_and_its_process(t
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_copied_live_run_says_its_copied_lock_is_the_cause(tmp_path: Path) -> None:
+    """``cp -r`` of a live run copies its ``run.lock``: resuming the copy names the original's process, and says
+    that the copied lock is why and how to resume the copy."""
+    import shutil
+
+    code = (f"from ranklit.callbacks._locks import acquire; acquire({str(tmp_path / 'run')!r}); "
+            "print('held', flush=True); ")
+    holder = subprocess.Popen([sys.executable, "-c", code + "import time; time.sleep(60)"], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        shutil.copytree(tmp_path / "run", tmp_path / "copy")
+        with pytest.raises(LockCopied) as refused:
+            acquire(tmp_path / "copy")
+        message = str(refused.value)
+        assert f"was copied from {(tmp_path / 'run').resolve()}, which process {holder.pid}" in message, message
+        assert f"delete {tmp_path / 'copy' / LOCK_FILE}" in message
+        with pytest.raises(RunLocked, match=f"is being trained by process {holder.pid}"):  # the original stays locked
+            acquire(tmp_path / "run")
+    finally:
+        holder.kill()
+        holder.wait()

@@ -92,7 +92,7 @@ def test_data_check_lists_every_planted_problem_and_exits_2(tmp_path: Path, caps
         main(["data", "check", "--config", "folder.yaml", f"--data.root={tmp_path / 'images'}", "--no-progress"])
     assert exit_info.value.code == 2
     out = capsys.readouterr().out
-    assert "train: " in out and "val: " in out and "images per class min / median / max" in out
+    assert "train: " in out and "val (split 'test'): " in out and "images per class min / median / max" in out
     assert "I;16 1" in out and "CMYK 1" in out, out  # the modes as Pillow opens them
     assert "PROBLEM: 1 unreadable files: " in out and "c0/cut.jpg" in out
     assert re.search(r"PROBLEM: 1 files with the same content in two splits \(a leak\): .*copy\.jpg \(train\)", out)
@@ -106,9 +106,37 @@ def test_data_check_of_a_clean_folder_exits_0(tmp_path: Path, capsys) -> None:
         main(["data", "check", "--config", "folder.yaml", f"--data.root={images}", "--no-progress"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0, out
-    assert "PROBLEM" not in out and "train: 96 images, 8 classes" in out and "val: 96 images, 8 classes" in out
+    assert "PROBLEM" not in out and "train: 96 images, 8 classes" in out
+    assert "val (split 'test'): 96 images, 8 classes" in out  # the role and the dataset's own split
     assert "PKSampler, P x K = 8 x 4 = 32 images per batch, 3 batches per epoch" in out  # one pass over 96 images
 
+
+
+def test_data_check_shows_the_hierarchy_checks_it_is_a_tree_and_flags_identical_files_with_two_labels(
+    tmp_path: Path, capsys
+) -> None:
+    images = tmp_path / "images"
+    rows = []
+    for c in range(8):
+        for i in range(4):
+            (images / f"c{c}").mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (16, 16), (30 * c, 40 * i, 0)).save(images / f"c{c}" / f"{i}.png")
+            coarse = c // 2 if (c, i) != (1, 3) else 3  # fine class 1 under coarse classes 0 and 3: not a tree
+            rows.append((f"c{c}/{i}.png", f"fine{c}", f"coarse{coarse}", "train" if c < 4 else "test"))
+    shutil.copy(images / "c0" / "0.png", images / "c2" / "dup.png")  # the same file, another label, same split
+    rows.append(("c2/dup.png", "fine2", "coarse1", "train"))
+    with (images / "dataset.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([("path", "label", "coarse", "split"), *rows])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "check", "--config", "csv.yaml", f"--data.root={images}", "--no-progress"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 2, out
+    assert "val (split 'test'): 16 images, 4 classes" in out
+    assert "label hierarchy: 2 levels, 4 / 3 classes (finest to coarsest)" in out, out  # train: coarse 0, 1, 3
+    assert re.search(r"PROBLEM: `train labels` is not a consistent hierarchy: label \d+ at column 0 has 2 different "
+                     r"parents", out), out  # fmt: skip
+    assert re.search(r"PROBLEM: 1 files of identical content with different labels: .*c0/0\.png \(label fine0\) = "
+                     r".*c2/dup\.png \(label fine2\)", out), out  # fmt: skip
 
 def test_folder_config_epoch_is_one_pass_over_the_training_images(tmp_path: Path, monkeypatch) -> None:
     """10 classes of 12 images, 5 of them training: batches of 5 x 4 (p lowered to the 5 classes), so one pass over

@@ -69,5 +69,8 @@ def test_skip_replaces_a_training_image_never_an_evaluation_one(tmp_path: Path) 
     with pytest.warns(UserWarning, match=r"skipped \(`on_bad_image: skip`\)"):
         assert train[bad]["index"] == bad
     for evaluation in (val, test, gallery):
-        with pytest.raises(UserError, match=r"c0/1\.png"):
+        with pytest.raises(UserError, match=r"c0/1\.png") as refused:
             evaluation[bad]
+        message = str(refused.value)  # skip was asked for: the message says why it does not apply, not to set it
+        assert "It is an evaluation image" in message and "training images only" in message, message
+        assert "or, in a training set, set" not in message and "\n" not in message

@@ -37,3 +37,24 @@ def test_csv_lists_its_path_column_and_reports_missing_files_at_once(tmp_path: P
     (tmp_path / "nopath.csv").write_text("file\nx/1.png\n")
     with pytest.raises(ValueError, match="a header with a `path` column"):
         ImageFiles(tmp_path, csv_file="nopath.csv")
+
+
+def test_csv_split_column_is_asked_for_and_paths_stay_inside_the_folder(tmp_path: Path) -> None:
+    for name in ("a.png", "b.png", "c.png"):
+        _image(tmp_path / "data" / name)
+    _image(tmp_path / "outside.png")
+    table = tmp_path / "data" / "list.csv"
+    table.write_text("path,label,split\na.png,0,train\nb.png,1,test\nc.png,1,test\n")
+    with pytest.raises(DatasetError, match=r"has a `split` column \('test' x2, 'train' x1\)"):
+        ImageFiles(tmp_path / "data", csv_file="list.csv")
+    assert [p.name for p in ImageFiles(tmp_path / "data", "test", csv_file="list.csv").paths] == ["b.png", "c.png"]
+    assert len(ImageFiles(tmp_path / "data", "all", csv_file="list.csv")) == 3
+    with pytest.raises(DatasetError, match="no row of split 'val'"):
+        ImageFiles(tmp_path / "data", "val", csv_file="list.csv")
+    with pytest.raises(DatasetError, match="a folder of images, which has no splits"):
+        ImageFiles(tmp_path / "data", "test")
+    table.write_text(f"path\na.png\n../outside.png\n{tmp_path / 'outside.png'}\n")
+    with pytest.raises(DatasetError, match=r"2 rows whose path leads outside .*line 3 \(\.\./outside\.png\)"):
+        ImageFiles(tmp_path / "data", csv_file="list.csv")
+    with pytest.raises(DatasetError, match="has no `split` column"):
+        ImageFiles(tmp_path / "data", "test", csv_file="list.csv")

@@ -74,6 +74,23 @@ def test_train_flip_mirrors_half_of_the_images() -> None:
     assert 0.43 < sum(flipped) / len(outs) < 0.57  # p = 0.5: 400 draws, about 3 standard deviations
 
 
+
+def test_train_flip_can_be_switched_off_for_direction_sensitive_classes(tmp_path) -> None:
+    from ranklit.data import RetrievalDataModule
+    from ranklit.data.datasets import ImageFiles
+
+    image = _coordinate_image(64)
+    plain = T.test_transform(64, 64)(image)
+    transform = T.train_transform(64, scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=False)
+    assert all(torch.allclose(transform(image), plain, atol=1e-5) for _ in range(50))  # never mirrored
+    with pytest.raises(TypeError, match="`hflip` must be True or False"):
+        T.train_transform(64, hflip="no")  # type: ignore[arg-type]
+    Image.fromarray(image.permute(1, 2, 0).numpy()).save(tmp_path / "a.png")
+    train = ImageFiles(tmp_path)  # the datamodule's option reaches its training transform (decoded at crop size)
+    RetrievalDataModule(train, image_size=64, crop_scale=(1.0, 1.0), hflip=False, normalize_on_device=False)
+    expected = T.train_transform(64, scale=(1.0, 1.0), hflip=False)(Image.open(tmp_path / "a.png"))
+    assert all(torch.allclose(train[0]["image"], expected, atol=1e-2) for _ in range(20))
+
 def test_test_transform_centre_crop_region() -> None:
     # left third dark, right third bright, middle mid-grey: resize 30 then centre-crop 20 of a 30x45 image keeps
     # only columns 12.5..32.5 of 45 -> mostly the middle band, no full dark or bright strip

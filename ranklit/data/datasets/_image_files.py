@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ranklit.data.datasets._inside_root import outside_root
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset
-from ranklit.data.datasets.validation import Problems
+from ranklit.data.datasets.validation import DatasetError, Problems
 
-__all__ = ["ImageFiles"]
+__all__ = ["ALL_ROWS", "ImageFiles"]
+
+ALL_ROWS = "all"
+"""The ``split`` that keeps every row of a CSV, whatever its ``split`` column says."""
 
 
 class ImageFiles(ImageRetrievalDataset):
@@ -18,12 +23,19 @@ class ImageFiles(ImageRetrievalDataset):
 
     No class structure is needed: the images are what a search index holds (``ranklit index --images DIR|CSV``).
     Every label is 0. Hidden files and files without an image extension (``IMAGE_EXTENSIONS``) are skipped; missing,
-    empty and twice-listed files of a CSV are reported together
+    empty and twice-listed files of a CSV, and paths leading outside ``root`` (``..`` above it, an absolute path
+    elsewhere; as :class:`~ranklit.data.CSVDataset` refuses them), are reported together
     (:class:`~ranklit.data.datasets.validation.DatasetError`).
+
+    **Splits.** A CSV with a ``split`` column (as :class:`~ranklit.data.CSVDataset` reads it) lists training and
+    evaluation images together, so which rows to embed is asked, never guessed: ``split="test"`` keeps the rows marked
+    ``test``, ``split="all"`` (:data:`ALL_ROWS`) every row, and ``split=None`` (the default) is refused with the
+    splits present. Without a ``split`` column (or for a folder) ``None`` and ``"all"`` keep every image and another
+    value is refused.
 
     Args:
         root: the folder of images, or the folder the CSV's paths are relative to.
-        split: not used (any value is kept as ``split``).
+        split: the value of the CSV's ``split`` column to keep, ``"all"``, or ``None`` (see above).
         transform: applied to the PIL image.
         csv_file: a CSV file with a header holding a ``path`` column (other columns are ignored); relative to
             ``root`` or absolute. ``None``: read the folder.
@@ -50,9 +62,12 @@ class ImageFiles(ImageRetrievalDataset):
         *,
         csv_file: str | Path | None = None,
     ) -> None:
-        super().__init__(root, split, transform)
+        super().__init__(root, None, transform)  # unlabelled: no evaluation split's class checks
         problems = Problems(type(self).__name__, self.root if csv_file is None else csv_file)
         if csv_file is None:
+            if split not in (None, ALL_ROWS):
+                raise DatasetError(f"{self.root} is a folder of images, which has no splits (split {split!r} given): "
+                                   "list the images of that split in a CSV file, or leave the split out.")  # fmt: skip
             paths = sorted(
                 f
                 for f in self.root.rglob("*")
@@ -69,7 +84,42 @@ class ImageFiles(ImageRetrievalDataset):
         if "path" not in header:
             raise self.malformed_line(table, 1, ",".join(header), "a header with a `path` column")
         column = header.index("path")
-        listed = [(number, row[column].strip()) for number, row in enumerate(rows[1:], start=2) if len(row) > column]
+        records = [(number, row) for number, row in enumerate(rows[1:], start=2) if len(row) > column]
+        records = self._rows_of_split(table, header, records, split)
+        listed = [(number, row[column].strip()) for number, row in records]
+        problems.add(
+            f"rows whose path leads outside {self.root}",
+            [f"line {listed[i][0]} ({listed[i][1]})" for i in outside_root(self.root, [name for _, name in listed])],
+            "Give paths relative to the CSV's folder that stay inside it (no `..` above it, no absolute path "
+            "elsewhere); a symbolic link inside it may point anywhere",
+        )
         paths = [self.root / name for _, name in listed]
         shown = [f"line {number} ({name})" for number, name in listed]
         self.set_samples(paths, [(0,)] * len(paths), problems=problems, shown_as=shown)
+        self.split = split
+
+    @staticmethod
+    def _rows_of_split(
+        table: Path, header: list[str], records: list[tuple[int, list[str]]], split: str | None
+    ) -> list[tuple[int, list[str]]]:
+        """The rows of ``split`` (class docstring: ``None`` is refused when the CSV has a ``split`` column)."""
+        if "split" not in header:
+            if split not in (None, ALL_ROWS):
+                raise DatasetError(f"{table} has no `split` column (its header: {','.join(header)}), so no rows "
+                                   f"of split {split!r}: leave the split out to embed every row.")  # fmt: skip
+            return records
+        column = header.index("split")
+        values = Counter(row[column].strip() if len(row) > column else "" for _, row in records)
+        present = ", ".join(f"{value!r} x{count}" for value, count in sorted(values.items()))
+        if split is None:
+            raise DatasetError(
+                f"{table} has a `split` column ({present}): say which rows to embed, e.g. `--split test` "
+                "(Python: `split=\"test\"`), or `--split all` for every row."
+            )
+        if split == ALL_ROWS:
+            return records
+        kept = [(number, row) for number, row in records if len(row) > column and row[column].strip() == split]
+        if not kept:
+            raise DatasetError(f"{table} has no row of split {split!r} (splits present: {present}): give one of "
+                               "those, or `all` for every row.")  # fmt: skip
+        return kept

@@ -24,6 +24,7 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from ranklit.data._unreadable import EVALUATION_STOP, evaluation_image
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 from ranklit.errors import UserError
@@ -123,6 +124,7 @@ class ImageRetrievalDataset(RetrievalDataset):
     LAYOUT: ClassVar[str] = ""
     SOURCE: ClassVar[str] = ""
     on_bad_image: str = "stop"  # "skip": an undecodable image is replaced by the next image of its class
+    # (EVALUATION_STOP: an evaluation set of a run that asked for "skip", which stops and says why it does)
 
     def __init__(self, root: str | Path, split: str | None, transform: Callable[[Any], Any] | None) -> None:
         if self.SPLITS and split not in self.SPLITS:
@@ -193,6 +195,8 @@ class ImageRetrievalDataset(RetrievalDataset):
         try:
             return read(index)
         except ValueError as error:
+            if self.on_bad_image == EVALUATION_STOP:
+                raise evaluation_image(error, type(self).__name__, self.split) from None
             if self.on_bad_image != "skip":
                 raise
             warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)

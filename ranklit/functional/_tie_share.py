@@ -1,0 +1,121 @@
+"""The warning of :func:`ranklit.functional.retrieval_metrics` when many scores tie ([spec §0][spec-ties]).
+
+An untrained or collapsed model maps many images to one embedding; the scores of those images are then equal, and
+every figure depends on how their tie groups are ordered (the ``ties`` policy). The user should know, once per
+evaluation, how large the share is and what the other two policies would report.
+
+**What is counted.** The engine never sorts a row (it counts, per positive, the items scoring at least as high), so
+it does not see the ties between negatives. A sample of at most :data:`SAMPLE_QUERIES` queries, evenly spaced in
+the input order, is scored against the whole retrieval set (the query itself and junk removed, as in the
+evaluation) and each of its rows sorted: the **tied share** is the fraction of the sampled scores that equal another
+score of their row. Cost ``O(S N (D + log N))`` for ``S`` sampled queries, ``S / Q`` of the evaluation's product.
+
+**When it warns.** When the tied share is at least :data:`TIED_SHARE` (10 %: float32 cosines of a trained model
+rarely collide, a collapsed third of the set ties a third of every row) *and* the key figures of the sampled queries
+differ between the ``"pessimistic"`` and ``"optimistic"`` policies (ties between negatives alone change nothing).
+The message gives those figures under the three policies (the sampled queries are the whole set when ``Q <= S``) and
+how to report another policy. The values returned are never changed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from ranklit.functional.inputs import RetrievalInputs, excluded_pairs
+from ranklit.functional.ties import TIES, TiedScoresWarning
+
+__all__ = ["SAMPLE_QUERIES", "TIED_SHARE", "sample_queries", "tied_share", "warn_if_tied"]
+
+SAMPLE_QUERIES = 64
+TIED_SHARE = 0.1
+_KEYS = ("map_at_r", "map", "precision_at_1", "hap", "asi")  # those present are shown
+_BLOCK_SCORES = 2**22  # scores sorted at a time (16 MiB of float32)
+
+Evaluate = Callable[[RetrievalInputs, Tensor | None, str], dict[str, Tensor]]
+
+
+def sample_queries(num_queries: int, device: torch.device) -> Tensor:
+    """At most :data:`SAMPLE_QUERIES` query positions, evenly spaced (all of them when there are few).
+
+    >>> sample_queries(5, torch.device("cpu")).tolist(), sample_queries(640, torch.device("cpu"))[:3].tolist()
+    ([0, 1, 2, 3, 4], [0, 10, 20])
+    """
+    if num_queries <= SAMPLE_QUERIES:
+        return torch.arange(num_queries, device=device)
+    return torch.arange(SAMPLE_QUERIES, device=device) * num_queries // SAMPLE_QUERIES
+
+
+def tied_share(x: RetrievalInputs, rows: Tensor, junk: Tensor | None) -> float:
+    """Fraction of the scores of the queries ``rows`` that equal another score of their row (removed items aside).
+
+    Example:
+        Four items, two of them identical: each query sees the two copies tie (the query itself removed):
+
+        >>> from ranklit.functional.inputs import prepare_inputs
+        >>> x = prepare_inputs(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]]), torch.zeros(4).long())
+        >>> round(tied_share(x, torch.arange(4), None), 3)
+        0.333
+    """
+    num_refs = x.refs.shape[0]
+    block = max(1, _BLOCK_SCORES // max(num_refs, 1))
+    refs_t = x.refs.T
+    tied = total = 0
+    for part in rows.split(block):
+        scores = x.queries[part] @ refs_t
+        removed = excluded_pairs(None if x.query_ids is None else x.query_ids[part], x.ref_ids, num_refs)
+        if removed is not None:
+            scores.masked_fill_(removed, float("-inf"))
+        if junk is not None:
+            scores.masked_fill_(junk[part], float("-inf"))
+        descending = scores.sort(dim=1, descending=True).values
+        real = torch.isfinite(descending)
+        equal = descending[:, 1:] == descending[:, :-1]
+        is_tied = torch.zeros_like(real)
+        is_tied[:, 1:] |= equal
+        is_tied[:, :-1] |= equal
+        tied += int((is_tied & real).sum())
+        total += int(real.sum())
+    return tied / total if total else 0.0
+
+
+def warn_if_tied(x: RetrievalInputs, junk: Tensor | None, ties: str, evaluate: Evaluate) -> None:
+    """Warn (:class:`~ranklit.functional.ties.TiedScoresWarning`) when a large share of the scores tie (module doc).
+
+    Args:
+        x: the validated inputs of the evaluation.
+        junk: ``[Q, N]`` removed items, or ``None``.
+        ties: the evaluation's policy.
+        evaluate: ``evaluate(inputs, junk, ties)`` -> the metrics (0-dim tensors) of ``inputs`` under ``ties``.
+    """
+    rows = sample_queries(x.queries.shape[0], x.queries.device)
+    share = tied_share(x, rows, junk)
+    if share < TIED_SHARE:
+        return
+    sample = replace(x, queries=x.queries[rows], query_labels=x.query_labels[rows],
+                     query_ids=None if x.query_ids is None else x.query_ids[rows])  # fmt: skip
+    with warnings.catch_warnings():  # the sample's own warnings (no positive in it, ...) are not the user's
+        warnings.simplefilter("ignore")
+        figures = {policy: evaluate(sample, None if junk is None else junk[rows], policy) for policy in TIES}
+    keys = [key for key in _KEYS if key in figures[ties]]
+    if all(_same(figures["pessimistic"][key], figures["optimistic"][key]) for key in keys):
+        return
+    scope = "all" if rows.numel() == x.queries.shape[0] else f"{rows.numel()} evenly spaced"
+    table = "; ".join(f"{key} " + " / ".join(f"{float(figures[p][key]):.3f}" for p in TIES) for key in keys)
+    warnings.warn(
+        f"{share:.0%} of the scores tie (equal scores within a query's ranking, over {scope} queries): the figures "
+        f"depend on how each group of equal scores is ordered, and are reported under ties={ties!r}. On those "
+        f"queries, {' / '.join(TIES)}: {table}. Identical embeddings (an untrained or collapsed model, duplicate "
+        "images) are the usual cause; pass `ties=` to `retrieval_metrics`/`RetrievalMetrics` (config: "
+        "`model.metric.init_args.ties`) to report another policy (docs/spec.md §0, Ranks and ties).",
+        TiedScoresWarning,
+        stacklevel=5,
+    )
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    return bool(torch.isclose(a, b, rtol=0.0, atol=5e-4, equal_nan=True))
