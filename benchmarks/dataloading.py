@@ -101,9 +101,9 @@ class _NormalisedHere:
 
 def _plain(root: Path, workers: int) -> DataLoader:
     transform = T.Compose([T.RandomResizedCrop(224, scale=(0.16, 1.0)), T.RandomHorizontalFlip(), T.ToTensor(),
-                           T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])  # fmt: skip
+                           T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     return DataLoader(ImageFolder(str(root), transform=transform), batch_size=BATCH, shuffle=True,
-                      num_workers=workers, persistent_workers=workers > 0)  # fmt: skip
+                      num_workers=workers, persistent_workers=workers > 0)
 
 
 def _decode_only(image: Image.Image) -> int:
@@ -112,7 +112,7 @@ def _decode_only(image: Image.Image) -> int:
 
 def _bare(root: Path, workers: int) -> DataLoader:
     return DataLoader(ImageFolder(str(root), transform=_decode_only), batch_size=BATCH, shuffle=True,
-                      num_workers=workers, persistent_workers=workers > 0)  # fmt: skip
+                      num_workers=workers, persistent_workers=workers > 0)
 
 
 PIPELINES: dict[str, Callable[[Path, int], Any]] = {

@@ -53,9 +53,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 MARKERS = ("<!-- benchmarks/fit_throughput.py: start -->", "<!-- benchmarks/fit_throughput.py: end -->")
 FULL = {"sizes": ["800x600", "2048x1536"], "workers": [1, 4, 8, 15], "images": 1536, "net": "resnet50", "image": 224,
-        "p": 32, "k": 4, "warmup": 3, "seconds": 4.0, "precision": "bf16-mixed"}  # fmt: skip
+        "p": 32, "k": 4, "warmup": 3, "seconds": 4.0, "precision": "bf16-mixed"}
 DRY = {"sizes": ["64x48", "160x120"], "workers": [0, 1], "images": 64, "net": "test_resnet", "image": 32, "p": 4,
-       "k": 2, "warmup": 1, "seconds": 0.5, "precision": "32-true"}  # fmt: skip  (bf16 convolutions crawl on a CPU)
+       "k": 2, "warmup": 1, "seconds": 0.5, "precision": "32-true"}
 MIN_STEPS = 3
 
 
@@ -89,7 +89,7 @@ def ranklit_fit(root: Path, workers: int, size: dict[str, Any], on_device: bool,
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "throughput.json"
         timer = {"class_path": "fit_throughput.Throughput",
-                 "init_args": {"out": str(out), "warmup": size["warmup"], "seconds": size["seconds"]}}  # fmt: skip
+                 "init_args": {"out": str(out), "warmup": size["warmup"], "seconds": size["seconds"]}}
         command = [
             sys.executable, "-m", "ranklit.cli", "fit", "--config", str(ROOT / "configs" / "folder.yaml"),
             f"--data.root={root}", "--data.val_dataset=null", f"--data.num_workers={workers}",
@@ -102,7 +102,7 @@ def ranklit_fit(root: Path, workers: int, size: dict[str, Any], on_device: bool,
             "--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.enable_progress_bar=false",
             "--trainer.enable_model_summary=false", f"--trainer.default_root_dir={folder}",
             "--baseline_validation=false", f"--trainer.callbacks+={json.dumps(timer)}",
-        ]  # fmt: skip
+        ]
         paths = [str(ROOT / "benchmarks"), str(ROOT), os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
         run = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
@@ -167,10 +167,10 @@ def plain_torchvision(root: Path, workers: int, size: dict[str, Any], device: to
     from torchvision.datasets import ImageFolder
 
     transform = T.Compose([T.RandomResizedCrop(size["image"]), T.RandomHorizontalFlip(), T.ToTensor(),
-                           T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])  # fmt: skip
+                           T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     loader = DataLoader(ImageFolder(str(root), transform=transform), batch_size=size["p"] * size["k"], shuffle=True,
                         num_workers=workers, pin_memory=device.type == "cuda", persistent_workers=workers > 0,
-                        drop_last=True)  # fmt: skip
+                        drop_last=True)
     parts = _model(size, device)
 
     def forever() -> Any:
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> str:
             pixels.append((text, *pixel_differences(root, device)))
             for workers in size["workers"]:
                 rates = [ranklit_fit(root, workers, size, False, cuda), ranklit_fit(root, workers, size, True, cuda),
-                         plain_torchvision(root, workers, size, device)]  # fmt: skip
+                         plain_torchvision(root, workers, size, device)]
                 rows.append((text, workers, *rates))
                 print(f"{text}, {workers} workers: " + ", ".join(_rate(r) for r in rates), flush=True)
     table = ["| JPEG size | workers | ranklit fit (images / s) | ranklit fit, decoded on the device | plain "
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> str:
     for text, workers, cpu, on_device, plain in rows:
         best = max(cpu, on_device)
         table.append(f"| {text.replace('x', ' × ')} | {workers} | {_rate(cpu)} | {_rate(on_device)} | {_rate(plain)} | "
-                     f"{best / ceiling:.2f} | {best / plain:.2f} |")  # fmt: skip
+                     f"{best / ceiling:.2f} | {best / plain:.2f} |")
     summary = []
     for text in size["sizes"]:
         mine = [r for r in rows if r[0] == text]
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> str:
         rate = max(best[2], best[3])
         summary.append(f"- {text}: ranklit's best {_rate(rate)} images / s ({best[1]} workers) = {rate / ceiling:.2f}× "
                        f"the network alone, {rate / plain[4]:.2f}× plain's best ({_rate(plain[4])}, "
-                       f"{plain[1]} workers)")  # fmt: skip
+                       f"{plain[1]} workers)")
     command = "python benchmarks/fit_throughput.py" + (" --dry-run" if args.dry_run else "")
     section = "\n".join([
         "## Training throughput: `ranklit fit` from JPEG files (benchmarks/fit_throughput.py)", "",
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> str:
         "Pixels of the device path against the CPU path's (training crops 224, the same seeds; mean |difference| per "
         "image, of 255): " + "; ".join(f"{text}: median {median:.3f}, largest {largest:.3f}"
                                        for text, median, largest in pixels) + ".",
-    ])  # fmt: skip
+    ])
     print("\n" + section, flush=True)
     results = args.results if args.results is not None else (None if args.dry_run else RESULTS)
     if results is not None:

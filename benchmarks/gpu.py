@@ -52,7 +52,7 @@ from torch import Tensor
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- benchmarks/gpu.py: start -->", "<!-- benchmarks/gpu.py: end -->"
 FULL = dict(n=136_000, dim=512, classes=3_400, sample=512, sizes=(384, 1024, 4096, 16384), net="resnet50",
-            image=224, batch=128, loss_budget_s=20.0)  # fmt: skip
+            image=224, batch=128, loss_budget_s=20.0)
 DRY = dict(n=600, dim=16, classes=30, sample=32, sizes=(32, 64), net="test_resnet", image=16, batch=8,
            loss_budget_s=60.0)
 
@@ -136,7 +136,7 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
 
     def row(label: str, seconds: float, floor_s: float, check: str = "—") -> str:
         return (f"| {label} | {seconds:.3f} | {floor_s:.3f} | {seconds / floor_s:.1f} | {_previous_seconds(label)} "
-                f"| {check} |")  # fmt: skip
+                f"| {check} |")
 
     split = n // 4  # query/gallery: a quarter of the items query the other three quarters
     cases = (
@@ -145,14 +145,14 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
         (f"flat, query/gallery ({split:,} x {n - split:,})", split, n - split,
          lambda: retrieval_metric_tensors(embeddings[:split], labels[:split, 0], ref_embeddings=embeddings[split:],
                                           ref_labels=labels[split:, 0])),
-    )  # fmt: skip
+    )
     rows = [row(f"bare product `q @ E.T` (N = {n:,})", _median_time(bare, device, repeat), floor(n, n, 4 * n * n))]
     for name, num_queries, num_refs, evaluate in cases:
         rows.append(row(f"ranklit `retrieval_metric_tensors`, {name}", _median_time(evaluate, device, repeat),
-                        floor(num_queries, num_refs)))  # fmt: skip
+                        floor(num_queries, num_refs)))
     per_query = retrieval_metric_tensors(embeddings[:sample], labels[:sample, 0], ref_embeddings=embeddings,
                                          ref_labels=labels[:, 0], ids=queries, ref_ids=torch.arange(n, device=device),
-                                         per_query=True)  # fmt: skip
+                                         per_query=True)
     tm_seconds = _median_time(torchmetrics_sample, device, repeat) * n / sample
     rows.append(row(f"torchmetrics `RetrievalMAP`, {sample} queries x {n / sample:.0f}", tm_seconds, floor(n, n),
                     f"{float(torchmetrics_sample()):.6f} vs ranklit {float(per_query['map'].nanmean()):.6f}"))
@@ -160,7 +160,7 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
     return [f"Counting engine: {engine}. Matrix rate {rate / 1e9:,.1f} GFLOP/s (float32 `torch.matmul`), copy "
             f"bandwidth {bandwidth / 1e9:,.1f} GB/s; floor = max(FLOPs / rate, bytes / bandwidth).", "",
             "| metrics over every query | seconds | floor (s) | x floor | previous (s) | mAP of the sampled queries |",
-            "|---|---:|---:|---:|---:|---|", *rows]  # fmt: skip
+            "|---|---:|---:|---:|---:|---|", *rows]
 
 
 def _cubic_estimate(last: tuple[int, float], batch: int) -> float:
@@ -222,7 +222,7 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
     rows = [f"Floors from the measured float32 matrix rate ({rates[0] / 1e12:.3g} TFLOP/s, TF32 off) and copy "
             f"bandwidth ({rates[1] / 1e9:.3g} GB/s) (`loss_floor_ms`).", "",
             "| loss | B | engine | forward + backward (ms) | peak memory (MiB) | floor (ms) | x floor "
-            "| previous (ms) |", "|---|---:|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+            "| previous (ms) |", "|---|---:|---|---:|---:|---:|---:|---:|"]
     kernels_run = smooth_rank_engine(torch.zeros(1, 1, device=device)) == "triton"
     for name, make in (("SupAPLoss", SupAPLoss), ("HAPLoss", HAPLoss), ("SmoothAPLoss", SmoothAPLoss)):
         for engine in ("triton", "torch"):
@@ -237,7 +237,7 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
                 estimate = 0.0 if last is None else _cubic_estimate(last, batch)
                 if engine == "torch" and last is not None and estimate > size["loss_budget_s"]:
                     rows.append(f"{head} skipped: about {estimate:,.1f} s from B = {last[0]:,} (B^3 work) | — | — | — "
-                                f"| {before} |")  # fmt: skip
+                                f"| {before} |")
                     continue
                 embeddings, labels = _embeddings(batch, size["dim"], batch // 4, device)
                 labels = labels if name == "HAPLoss" else labels[:, 0]
@@ -255,7 +255,7 @@ def losses_table(size: dict[str, Any], device: torch.device, repeat: int) -> lis
                     peak = _peak_bytes(step, device)
                     seconds = _median_time(step, device, repeat)
                     rows.append(f"{head} {1000 * seconds:.1f} | {_mib(peak)} | {floor:.2f} | "
-                                f"{1000 * seconds / floor:,.0f} | {before} |")  # fmt: skip
+                                f"{1000 * seconds / floor:,.0f} | {before} |")
                     last = (batch, seconds)
                 except torch.OutOfMemoryError:
                     rows.append(f"{head} OOM | OOM | {floor:.2f} | — | {before} |")
@@ -286,7 +286,7 @@ def training_table(size: dict[str, Any], device: torch.device, repeat: int) -> l
     images = torch.randn(batch, 3, side, side, device=device)
     labels = (torch.arange(batch, device=device) // 4).long()
     rows = ["| precision | layout | network only (ms) | + ROADMAPLoss (ms) | + loss + metric update (ms) |",
-            "|---|---|---:|---:|---:|"]  # fmt: skip
+            "|---|---|---:|---:|---:|"]
     for precision, channels_last in (("fp32", False), ("bf16-mixed", False), ("bf16-mixed", True)):
         torch.manual_seed(0)
         net = EmbeddingNet(size["net"], pretrained=False, embedding_dim=512).to(device)
@@ -298,9 +298,9 @@ def training_table(size: dict[str, Any], device: torch.device, repeat: int) -> l
 
         parts = (net, batch_images, labels, optimizer, loss_fn, metric, autocast)
         times = [1000 * _median_time(partial(_train_step, *parts, with_loss, with_metric), device, repeat)
-                 for with_loss, with_metric in ((False, False), (True, False), (True, True))]  # fmt: skip
+                 for with_loss, with_metric in ((False, False), (True, False), (True, True))]
         rows.append(f"| {precision} | {'channels-last' if channels_last else 'NCHW'} | "
-                    + " | ".join(f"{t:.1f}" for t in times) + " |")  # fmt: skip
+                    + " | ".join(f"{t:.1f}" for t in times) + " |")
     return rows
 
 
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> str:
     command = "python benchmarks/gpu.py" + (" --dry-run" if args.dry_run else "")
     date = time.strftime("%Y-%m-%d", time.gmtime())
     header = (f"## GPU (benchmarks/gpu.py)\n\nCommand: `{command}`. Device: **{device_name(device)}**; "
-              f"torch {torch.__version__}; {date}; median of {repeat} run(s) after a warm-up.")  # fmt: skip
+              f"torch {torch.__version__}; {date}; median of {repeat} run(s) after a warm-up.")
     parts = [header]
     for title, table in (("Metrics", metrics_table), ("Losses", losses_table), ("Training step", training_table)):
         print(f"{title} ...", flush=True)

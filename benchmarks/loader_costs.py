@@ -64,7 +64,7 @@ def _encoding(root: Path) -> DataLoader:
     """ranklit's training loader with ``decode_on_device: true`` on the CPU: its batches hold the JPEG bytes."""
     dataset = ClassFolderDataset(root)
     module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=16, k=4), num_workers=1,
-                                 decode_on_device=True)  # fmt: skip
+                                 decode_on_device=True)
     return module.train_dataloader()
 
 

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         "SmoothAPLoss", "SupAPLoss", "CalibrationLoss", "ROADMAPLoss", "FastAPLoss", "SoftBinAPLoss",
         "BlackBoxAPLoss", "ContrastiveLoss", "TripletLoss", "NormSoftmaxLoss", "ProxyNCAPPLoss",
         "HAPLoss",
-    ]  # fmt: skip
+    ]
     print(f"torch {torch.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"{torch.get_num_threads()} threads; d = {DIM}, K = {K}; forward + backward")
     print("| loss | B | ranklit ms | ranklit peak MB | naive ms | naive peak MB | speed-up | memory ratio |")

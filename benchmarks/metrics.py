@@ -298,7 +298,7 @@ def main_ddp(args: argparse.Namespace) -> None:
     for n in args.sizes:
         for label_kind in args.labels:
             config = dict(n=n, dim=args.dim, labels=label_kind, per_class=args.per_class,
-                          per_coarse=args.per_coarse, noise=args.noise, ties=args.ties)  # fmt: skip
+                          per_coarse=args.per_coarse, noise=args.noise, ties=args.ties)
             reference: tuple[float, dict] | None = None
             for world_size in args.ddp:
                 result = run_ddp(world_size, config, args.repeats, args.timeout)
@@ -313,7 +313,7 @@ def main_ddp(args: argparse.Namespace) -> None:
                 if values is reference[1]:
                     same = ", ".join(f"{k} {v:.6f}" for k, v in values.items() if "level" not in k)
                 print(f"| {n} | {args.dim} | {label_kind} | {world_size} | {seconds:.3f} | {ratio:.2f} | {same} |",
-                      flush=True)  # fmt: skip
+                      flush=True)
 
 
 def main() -> None:
@@ -338,7 +338,7 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=0, help="torch/faiss threads (0 = their default)")
     parser.add_argument("--ties", choices=("pessimistic", "average", "optimistic"), default="pessimistic",
-                        help="ranklit's tie policy")  # fmt: skip
+                        help="ranklit's tie policy")
     parser.add_argument("--tied", type=float, nargs="+", default=[0.0], metavar="SHARE",
                         help="for each SHARE, that share of the items mapped to one identical embedding (default 0)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per method and configuration")
@@ -363,7 +363,7 @@ def main() -> None:
             fraction = args.query_fraction
             config = dict(n=n, num_queries=None if fraction is None else max(1, round(fraction * n)))
         config.update(dim=args.dim, labels=label_kind, per_class=args.per_class, per_coarse=args.per_coarse,
-                      noise=args.noise, threads=args.threads, tied=tied)  # fmt: skip
+                      noise=args.noise, threads=args.threads, tied=tied)
         if tied:
             label_kind = f"{label_kind}, {tied:.0%} identical"
         if config["num_queries"] is not None:

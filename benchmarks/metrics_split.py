@@ -92,7 +92,7 @@ def operation_costs(items: int, repeats: int) -> list[tuple[str, float]]:
         ("positions of the flagged items (nonzero, 2.5 % set)", lambda: torch.nonzero(flags)),
         ("binary search among 100 thresholds (searchsorted)",
          lambda: torch.searchsorted(torch.linspace(0, 1, 100).expand(rows, 100).contiguous(), scores)),
-    ]  # fmt: skip
+    ]
     costs = []
     for name, operation in operations:
         operation()
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         args.n, args.dim, args.queries, args.repeats, args.threads = 600, 16, 100, 1, [1]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {load}; N = {args.n}, d = {args.dim}; "
-          f"medians of {args.repeats}\n")  # fmt: skip
+          f"medians of {args.repeats}\n")
     embeddings, labels = make_data(args.n, args.dim, 10, 10, 1.5)
     print("| labels | queries | threads | product (s) | ranklit (s) | x product | counting (s) | rest (s) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
                 total, product, counting = split(embeddings, kind_labels, queries, args.repeats)
                 who = f"{queries} vs {args.n - queries}" if queries else f"all {args.n}"
                 print(f"| {kind} | {who} | {threads} | {product:.3f} | {total:.3f} | {total / product:.2f} | "
-                      f"{counting:.3f} | {total - product - counting:.3f} |", flush=True)  # fmt: skip
+                      f"{counting:.3f} | {total - product - counting:.3f} |", flush=True)
     torch.set_num_threads(1)
     print("\n| operation (one thread, a 2^18-score tile) | ns per item |\n|---|---:|")
     for name, cost in operation_costs(2**18 if not args.dry_run else 2**12, max(args.repeats, 3)):

@@ -53,7 +53,7 @@ def _parts(seed: int = 0) -> tuple[Any, Any, Any]:
         SyntheticHierarchy(split="train", **QUICK), SyntheticHierarchy(split="test", **QUICK),
         batch_sampler=partial(PKSampler, p=8, k=4, batches_per_epoch=_EPOCH), image_size=32, crop_scale=(0.5, 1.0),
         resize_size=32, crop_size=32, eval_batch_size=128,
-    )  # fmt: skip
+    )
     return net, ROADMAPLoss(), data
 
 
@@ -70,7 +70,7 @@ def _trainer(folder: str, callback: Any, **kwargs: Any) -> Any:
 
     return L.Trainer(accelerator="cpu", devices=1, logger=MetricsOnly(folder, name="overhead"), log_every_n_steps=5,
                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                     num_sanity_val_steps=0, use_distributed_sampler=False, callbacks=[callback], **kwargs)  # fmt: skip
+                     num_sanity_val_steps=0, use_distributed_sampler=False, callbacks=[callback], **kwargs)
 
 
 def _step_times(starts: list[float], warmup: int) -> list[float]:
@@ -189,7 +189,7 @@ def main() -> None:
 
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     print(f"machine: {platform.machine()}, {os.cpu_count()} visible cores, torch threads {args.threads}, "
-          f"torch {torch.__version__}, load average at start {os.getloadavg()[0]:.2f}")  # fmt: skip
+          f"torch {torch.__version__}, load average at start {os.getloadavg()[0]:.2f}")
     if args.profile:
         profile(args.steps)
         return
@@ -212,7 +212,7 @@ def main() -> None:
     print(f"| bare PyTorch loop | {_ms(step['bare'])} |\n| ranklit (Lightning) | {_ms(step['ranklit'])} |")
     if "compiled" in step:
         print(f"| ranklit, model.compile: true | {_ms(step['compiled'])} (first step of the first round, with the "
-              f"compilation: {compile_time[0]:.1f} s; later rounds reuse the compiled code) |")  # fmt: skip
+              f"compilation: {compile_time[0]:.1f} s; later rounds reuse the compiled code) |")
         print(f"compile speed-up {step['ranklit'] / step['compiled']:.3f}")
     print("\n| validation (median) | embedding ms | metric ms | total ms |\n|---|---:|---:|---:|")
     totals = {}

@@ -91,7 +91,7 @@ def main() -> None:
         rows.append(("digests (md5 + sha256, one read)", _best(options.repeat, lambda: digests(archive)), ""))
         if shutil.which("sha256sum") and shutil.which("md5sum"):
             both = lambda: [subprocess.run([tool, str(archive)], capture_output=True, check=True)  # noqa: E731
-                            for tool in ("sha256sum", "md5sum")]  # fmt: skip
+                            for tool in ("sha256sum", "md5sum")]
             rows.append(("sha256sum + md5sum", _best(options.repeat, both), "baseline"))
 
         def extract(how: str) -> None:
@@ -107,13 +107,13 @@ def main() -> None:
                 subprocess.run(["tar", "-xzf", str(archive), "-C", str(into)], check=True)
 
         for how, label in (("ranklit", "unpack (every entry checked)"), ("tarfile", "tarfile.extractall, unchecked"),
-                           ("tar", "GNU tar -xzf")):  # fmt: skip
+                           ("tar", "GNU tar -xzf")):
             if how != "tar" or shutil.which("tar"):
                 seconds = _best(options.repeat, lambda how=how: extract(how))
                 rows.append((label, seconds, "" if how == "ranklit" else "baseline"))
     machine = f"{platform.machine()}, {os.cpu_count()} cores visible, load average {os.getloadavg()[0]:.1f}"
     print(f"machine: {machine}, Python {platform.python_version()}; archive {mib:.0f} MiB, {options.files} files; "
-          f"best of {options.repeat}")  # fmt: skip
+          f"best of {options.repeat}")
     print("\n| step | seconds | MiB / s | note |\n|---|---:|---:|---|")
     for label, seconds, note in rows:
         print(f"| {label} | {seconds:.2f} | {mib / seconds:.0f} | {note} |")

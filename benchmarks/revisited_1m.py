@@ -71,7 +71,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Any]:
         rows = min(args.chunk, args.distractors - start)
         chunk_generator = torch.Generator().manual_seed(args.seed * 1_000_003 + number + 1)
         writer.append(_unit(torch.randn(rows, args.dim, generator=chunk_generator)),
-                      torch.arange(args.gallery + start, args.gallery + start + rows))  # fmt: skip
+                      torch.arange(args.gallery + start, args.gallery + start + rows))
     writer.close()
     size = sum(p.stat().st_size for p in (folder / "gallery").iterdir())
     return {"shards_gb": size / 1e9}
@@ -100,7 +100,7 @@ def _child(phase: str, args: argparse.Namespace, queue: Any) -> None:
     result = {"generate": _generate, "evaluate": _evaluate}[phase](args)
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kB on Linux
     queue.put({"phase": phase, "seconds": round(time.perf_counter() - start, 1), "peak_rss_gb": round(peak_gb, 2),
-               **result})  # fmt: skip
+               **result})
 
 
 def main() -> None:
@@ -127,7 +127,7 @@ def main() -> None:
     phases = ["evaluate"] if reuse else ["generate", "evaluate"]
     size_gb = 4 * args.dim * (args.gallery + args.distractors) / 1e9
     print(f"{NUM_QUERIES} queries, {args.gallery} gallery rows + {args.distractors} distractors of {args.dim} floats "
-          f"({size_gb:.2f} GB as float32), {args.threads} threads")  # fmt: skip
+          f"({size_gb:.2f} GB as float32), {args.threads} threads")
     try:
         for phase in phases:
             queue = context.Queue()

@@ -126,13 +126,13 @@ def main() -> None:
     parser.add_argument("--folder", default=None, help="where the shards go (default: a temporary folder)")
     args = parser.parse_args()
     centres = torch.nn.functional.normalize(torch.randn(args.clusters, args.dim, generator=torch.Generator()
-                                                        .manual_seed(0)), dim=1)  # fmt: skip
+                                                        .manual_seed(0)), dim=1)
     queries = _mixture(args.queries, centres, args.noise, seed=1)
     import faiss
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} visible cores, load average {os.getloadavg()[0]:.1f}; "
           f"torch {torch.__version__}, faiss {faiss.__version__}; threads {args.threads}; d = {args.dim}, "
-          f"{args.queries} queries, k = {K}")  # fmt: skip
+          f"{args.queries} queries, k = {K}")
     print("| gallery | method | build s | search ms / query (batch) | 1-query latency ms | peak MB | recall@10 |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for size in args.sizes:
@@ -142,13 +142,13 @@ def main() -> None:
             _write_gallery(folder, size, centres, args.noise)
             exact = _run("exact", folder, queries, 0, args.threads)
             methods = [("ranklit exact (streamed)", exact), ("faiss Flat", _run("faiss Flat", folder, queries, 0,
-                                                                               args.threads))]  # fmt: skip
+                                                                               args.threads))]
             methods += [(f"faiss IVF, nprobe {p}", _run("faiss IVF", folder, queries, p, args.threads))
-                        for p in args.nprobe]  # fmt: skip
+                        for p in args.nprobe]
             for name, r in methods:
                 recall = recall_at_k(r["rows"], exact["rows"])
                 print(f"| {size:,} | {name} | {r['build_s']:.1f} | {r['ms_per_query']:.2f} | {r['latency_ms']:.1f} "
-                      f"| {r['peak_mb']:.0f} | {recall:.3f} |", flush=True)  # fmt: skip
+                      f"| {r['peak_mb']:.0f} | {recall:.3f} |", flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")

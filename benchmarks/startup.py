@@ -68,10 +68,10 @@ def main() -> None:
             times[name].append(time_once(command, options.tree.resolve(), code))
     torch_time = statistics.median(times["import torch"])
     commit = subprocess.run(["git", "-C", str(options.tree), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "not a git tree"  # fmt: skip
+                            text=True).stdout.strip() or "not a git tree"
     machine = f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()})"
     print(f"Tree: {options.tree.resolve()} ({commit}); Python {platform.python_version()}, torch {torch.__version__}, "
-          f"{machine}; medians of {len(times['import torch'])} rounds\n")  # fmt: skip
+          f"{machine}; medians of {len(times['import torch'])} rounds\n")
     print("| command | median (s) | × import torch |\n|---|---:|---:|")
     for name, seconds in times.items():
         median = statistics.median(seconds)

@@ -134,7 +134,7 @@ def _is_me(found: dict[str, Any]) -> bool:
 
 def _me(path: Path) -> str:
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": start_time(os.getpid()),
-          "since": time.strftime("%Y-%m-%d %H:%M:%S"), "path": str(path.resolve())}  # fmt: skip
+          "since": time.strftime("%Y-%m-%d %H:%M:%S"), "path": str(path.resolve())}
     return json.dumps(me) + "\n"
 
 

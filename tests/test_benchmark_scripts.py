@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.ddp import scaled_timeout
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -19,7 +21,7 @@ def test_gpu_benchmark_dry_run_writes_every_table_naming_the_device(tmp_path: Pa
     results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n")
     command = [sys.executable, "benchmarks/gpu.py", "--dry-run", "--results", str(results)]
     for _ in range(2):  # the second run replaces the first one's section
-        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(600))
         assert run.returncode == 0, run.stderr[-3000:]
     text = results.read_text()
     assert text.startswith("# Benchmark results\n\n## Losses\n\nearlier figures\n")  # the rest is kept
@@ -42,8 +44,8 @@ def test_fit_throughput_dry_run_runs_ranklit_fit_both_ways_and_writes_its_table(
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n")
     command = [sys.executable, "benchmarks/fit_throughput.py", "--dry-run", "--sizes", "64x48", "--workers", "0",
-               "--results", str(results)]  # fmt: skip
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+               "--results", str(results)]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(900))
     assert run.returncode == 0, run.stderr[-3000:]
     text = results.read_text()
     assert text.startswith("# Benchmark results\n\n## Losses\n\nearlier figures\n")
@@ -57,7 +59,9 @@ def test_fit_throughput_dry_run_runs_ranklit_fit_both_ways_and_writes_its_table(
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA, the command runs the whole GPU benchmark")
 def test_gpu_benchmark_without_cuda_and_without_dry_run_says_what_to_do() -> None:
-    run = subprocess.run([sys.executable, "benchmarks/gpu.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "benchmarks/gpu.py"], cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(300)
+    )
     assert run.returncode == 2 and "no CUDA device" in run.stderr and "--dry-run" in run.stderr
 
 
@@ -75,7 +79,7 @@ def test_overhead_benchmark_times_both_loops(tmp_path: Path) -> None:
 
 def test_startup_benchmark_dry_run_prints_every_fast_row_with_its_ratio() -> None:
     run = subprocess.run([sys.executable, "benchmarks/startup.py", "--dry-run"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+                         text=True, timeout=scaled_timeout(300))
     assert run.returncode == 0, run.stderr[-3000:]
     cells = [line.split("|") for line in run.stdout.splitlines() if line.startswith("| ")]
     rows = {cell[1].strip(): cell[2:4] for cell in cells}
@@ -102,12 +106,12 @@ def test_dataloading_benchmark_prints_every_pipeline_and_the_ratio(capsys: pytes
 
 def test_metrics_split_dry_run_splits_every_configuration() -> None:
     run = subprocess.run([sys.executable, "metrics_split.py", "--dry-run"], cwd=ROOT / "benchmarks",
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, timeout=scaled_timeout(300))
     assert run.returncode == 0, run.stderr[-3000:]
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in run.stdout.splitlines()
-            if line.startswith(("| flat", "| 2-level"))]  # fmt: skip
+            if line.startswith(("| flat", "| 2-level"))]
     assert [row[:2] for row in rows] == [["flat", "all 600"], ["flat", "100 vs 500"], ["2-level", "all 600"],
-                                         ["2-level", "100 vs 500"]]  # fmt: skip
+                                         ["2-level", "100 vs 500"]]
     for row in rows:
         product, total, ratio, counting = (float(cell) for cell in row[3:7])
         assert product >= 0 and total > 0 and ratio > 0 and 0 <= counting <= total

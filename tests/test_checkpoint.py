@@ -28,7 +28,7 @@ from ranklit.training._checkpoint_io import SafeCheckpointIO
 from tests.cli.cli_cases import drive
 
 NET = {"class_path": "ranklit.models.EmbeddingNet",
-       "init_args": {"backbone": "test_resnet", "pretrained": False, "embedding_dim": 8}}  # fmt: skip
+       "init_args": {"backbone": "test_resnet", "pretrained": False, "embedding_dim": 8}}
 
 
 class _Call:
@@ -49,7 +49,7 @@ def _payloads(marker: Path) -> dict[str, tuple[str, Any]]:
         "builtins.exec": ("hyper_parameters", _Call(builtins.exec, f"open({str(marker)!r}, 'w').close()")),
         "nested": ("callbacks", {"RunCheckpoint": {"state": [1, {"deep": [_Call(builtins.eval, "__import__('os')"
                                                                                 f".system('touch {marker}')")]}]}}),
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name, (place, payload) in _payloads(marker).items():
         checkpoint: dict[str, Any] = {"epoch": 0, "global_step": 0, "state_dict": dict(state), "loops": {},
                                       "callbacks": {}, "optimizer_states": [], "lr_schedulers": [],
-                                      "hyper_parameters": {"net": NET}}  # fmt: skip
+                                      "hyper_parameters": {"net": NET}}
         if place == "state_dict":
             checkpoint["state_dict"]["net.head.weight"] = payload
         elif place == "optimizer_states":
@@ -171,7 +171,7 @@ def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str,
                    root / f"index-{names[2]}" / "net.pt"),
         "test, hostile hyper-parameters": (["test", "--config", "quickstart.yaml", *cheap, "--ckpt_path",
                                             str(root / "hparams.ckpt")], root / "hparams.ckpt"),
-    }  # fmt: skip
+    }
     results = drive([args for args, _ in cases.values()], root, scratch=root)
     for (name, (_, path)), result in zip(cases.items(), results, strict=True):
         errors = [line for line in result["stderr"].splitlines() if line.startswith("error:")]

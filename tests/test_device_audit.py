@@ -65,7 +65,7 @@ def test_every_loss_and_its_gradient_stay_on_the_inputs_device(name: str) -> Non
         leaf = embeddings.clone().requires_grad_(True)
         half = embeddings.shape[0] // 2
         loss = loss_fn(leaf[:half], labels[:half], ref_embeddings=leaf, ref_labels=labels, ids=ids[:half],
-                       ref_ids=ids)  # fmt: skip
+                       ref_ids=ids)
         loss = loss + loss_fn(leaf, labels)
         (grad,) = torch.autograd.grad(loss, leaf)
         return loss.detach(), grad
@@ -107,7 +107,7 @@ def test_the_memory_bank_and_the_decomposability_gap_stay_on_the_inputs_device()
         for batch in (slice(0, 12), slice(12, 24)):
             out = ranking_objective(loss_fn, embeddings[batch], labels[batch], ids[batch], memory=memory)
             gap.update(embeddings[batch], labels[batch], ids[batch], ref_embeddings=out.ref_embeddings,
-                       ref_labels=out.ref_labels, ref_ids=out.ref_ids)  # fmt: skip
+                       ref_labels=out.ref_labels, ref_ids=out.ref_ids)
             total = total + out.loss
         restored.load_state_dict(memory.state_dict())
         return total, restored.embeddings, restored.ids, gap.compute()

@@ -52,11 +52,11 @@ def _kernel_problem(levels: int, integers: bool) -> dict:
     g = torch.Generator().manual_seed(levels)
     fine, ref_fine = torch.randint(0, 40, (3001,), generator=g), torch.randint(0, 40, (2050,), generator=g)
     draw = (lambda *shape: torch.randint(-1, 2, shape, generator=g).float()) if integers else (
-        lambda *shape: torch.randn(*shape, generator=g))  # fmt: skip
+        lambda *shape: torch.randn(*shape, generator=g))
     return {"embeddings": draw(3001, 100), "labels": torch.stack([fine, fine // 4], 1)[:, :levels],
             "ref_embeddings": draw(2050, 100), "ref_labels": torch.stack([ref_fine, ref_fine // 4], 1)[:, :levels],
             "ids": torch.arange(3001) % 700, "ref_ids": torch.arange(2050) % 900,
-            "junk": torch.rand(3001, 2050, generator=g) < 0.05}  # fmt: skip
+            "junk": torch.rand(3001, 2050, generator=g) < 0.05}
 
 
 def _on(device: torch.device, problem: dict) -> dict:
@@ -71,7 +71,7 @@ def test_compiled_kernel_counts_equal_the_torch_counts_on_its_own_scores(strict:
 
     p = _on(CUDA, _kernel_problem(1, integers=False))
     x = prepare_inputs(p["embeddings"], p["labels"], ref_embeddings=p["ref_embeddings"], ref_labels=p["ref_labels"],
-                       ids=p["ids"], ref_ids=p["ref_ids"])  # fmt: skip
+                       ids=p["ids"], ref_ids=p["ref_ids"])
     counter = KernelCounter(x, p["junk"])
     rows = counter.by_label(torch.arange(3001, device=CUDA))
     counts, scores = counter.counts(rows, strict), counter.scores(rows)
@@ -126,10 +126,10 @@ def test_float64_and_the_switch_keep_the_torch_path_on_the_gpu(monkeypatch: pyte
 def _fit(precision: str, tmp_path, **options) -> L.Trainer:
     torch.manual_seed(0)
     module = RetrievalModule(EmbeddingNet("test_resnet", embedding_dim=8, freeze_batchnorm=True), ROADMAPLoss(),
-                             **options)  # fmt: skip
+                             **options)
     trainer = L.Trainer(accelerator="gpu", devices=1, precision=precision, max_steps=4, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, default_root_dir=tmp_path,
-                        limit_val_batches=1, num_sanity_val_steps=0)  # fmt: skip
+                        limit_val_batches=1, num_sanity_val_steps=0)
     datamodule = tiny_datamodule({"images_per_class": 8}, num_workers=1)
     trainer.fit(module, datamodule=datamodule)
     assert datamodule.train_dataloader().pin_memory  # the trainer runs on CUDA: memory is pinned by default
@@ -139,7 +139,7 @@ def _fit(precision: str, tmp_path, **options) -> L.Trainer:
 @pytest.mark.parametrize(("precision", "options"), [
     ("bf16-mixed", {}), ("bf16-mixed", {"channels_last": True}),
     ("16-mixed", {"multistage": MultistageBackprop(8, gradient_clip_val=1.0)}),
-])  # fmt: skip
+])
 def test_mixed_precision_fits_on_the_gpu(precision: str, options: dict, tmp_path) -> None:
     trainer = _fit(precision, tmp_path, **options)
     assert trainer.global_step == 4 and torch.isfinite(trainer.callback_metrics["train/loss"])
@@ -189,7 +189,7 @@ def test_decoding_on_the_gpu_is_within_tolerance_of_the_cpu_path(tmp_path) -> No
     photo, exif = Image.fromarray(_photo(640, 480)), Image.Exif()
     exif[0x0112] = 6
     for name, options in {"420": {"subsampling": 2}, "422": {"subsampling": 1}, "444": {"subsampling": 0},
-                          "progressive": {"progressive": True}, "rotated": {"exif": exif}}.items():  # fmt: skip
+                          "progressive": {"progressive": True}, "rotated": {"exif": exif}}.items():
         photo.save(tmp_path / f"{name}.jpg", quality=90, **options)
     photo.convert("L").save(tmp_path / "gray.jpg", quality=90)
     photo.convert("CMYK").save(tmp_path / "cmyk.jpg", quality=90)
@@ -223,7 +223,7 @@ def test_decoding_on_the_gpu_resumes_exactly(tmp_path) -> None:
     with pytest.raises(SystemExit):
         fit(root, tmp_path / "run", True, _Stop(4, "sigterm", seen), None, 0, accelerator="gpu")
     resumed = fit(root, tmp_path / "run", True, _Stop(None, "", seen), str(tmp_path / "run" / "interrupted.ckpt"), 100,
-                  accelerator="gpu")  # fmt: skip
+                  accelerator="gpu")
     assert resumed.global_step == EPOCHS * BATCHES and seen == reference
     assert_same(_state(resumed), expected)
 
@@ -254,7 +254,7 @@ def test_compiled_kernels_give_the_torch_engines_values_and_gradients(name: str,
         "SupAPLoss": lambda e: SupAPLoss(engine=e), "SmoothAPLoss": lambda e: SmoothAPLoss(engine=e),
         "HAPLoss": lambda e: HAPLoss(engine=e), "HAPLoss_no_hrank": lambda e: HAPLoss(with_hrank=False, engine=e),
         "ROADMAPLoss": lambda e: ROADMAPLoss(engine=e, include_self=True),
-    }  # fmt: skip
+    }
     torch.manual_seed(0)
     fine = torch.arange(700) // 4
     fine[-1] = 10_000
@@ -269,7 +269,7 @@ def test_kernels_take_non_contiguous_scores_and_bf16_autocast() -> None:
     scores = torch.randn(500, 300, device=CUDA).T  # [300, 500], strides (1, 300)
     positives = torch.rand(300, 500, device=CUDA) < 0.05
     for fn in (lambda s, e: supap_loss(s, positives, engine=e),
-               lambda s, e: hap_surrogate(s, positives.long() + positives.long(), 2, engine=e)[0].sum()):  # fmt: skip
+               lambda s, e: hap_surrogate(s, positives.long() + positives.long(), 2, engine=e)[0].sum()):
         values = [fn(scores, engine) for engine in ("torch", "triton")]
         torch.testing.assert_close(values[1], values[0], rtol=1e-4, atol=1e-5)
     embeddings, labels = torch.randn(256, 64, device=CUDA), torch.arange(256, device=CUDA) // 4

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ddp import scaled_timeout
+
 PACKAGE = Path(__file__).resolve().parents[1] / "ranklit"
 # import no ranklit but one another (ranklit._checks raises ranklit.errors.UserError)
 HELPERS = {
@@ -188,7 +190,7 @@ def test_the_core_imports_the_core_install_only() -> None:
         "bad = [m for m in ('lightning', 'timm', 'jsonargparse', 'yaml', 'wandb') if m in sys.modules]; "
         "assert not bad, bad"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled_timeout(120))
     assert result.returncode == 0, result.stderr
 
 
@@ -199,7 +201,7 @@ def test_losses_metrics_and_data_do_not_import_lightning() -> None:
         "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
         "assert not bad, bad"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled_timeout(120))
     assert result.returncode == 0, result.stderr
 
 

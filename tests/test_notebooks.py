@@ -18,6 +18,8 @@ import pytest
 from nbclient import NotebookClient
 from PIL import Image
 
+from tests.ddp import scaled_timeout
+
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 # figures each notebook must draw (displayed matplotlib figures)
 FIGURES = {"quickstart": 2, "rankings": 2, "embedding_space": 1, "surrogates": 3}
@@ -126,7 +128,7 @@ def test_notebook_runs_end_to_end(name: str, tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("WANDB_MODE", "offline")
     notebook = _read(name)
     client = NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook, timeout=scaled_timeout(600), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import TINY
+from tests.ddp import scaled_timeout
 from tests.tiny import synthetic_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,10 +28,10 @@ def test_wheel_installed_without_the_source_runs_configs_by_name(tmp_path: Path)
     empty.mkdir()
     pip = [sys.executable, "-m", "pip"]
     build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", str(REPO), "-w", str(wheels)]
-    assert subprocess.run(build, capture_output=True, text=True, timeout=300).returncode == 0
+    assert subprocess.run(build, capture_output=True, text=True, timeout=scaled_timeout(300)).returncode == 0
     (wheel,) = wheels.glob("ranklit-*.whl")
     install = [*pip, "install", "--no-deps", "-q", "--target", str(site), str(wheel)]
-    assert subprocess.run(install, capture_output=True, text=True, timeout=300).returncode == 0
+    assert subprocess.run(install, capture_output=True, text=True, timeout=scaled_timeout(300)).returncode == 0
     probe = "import ranklit.cli._config_files as c; print(c.__file__); print(c.config_dir())"
     where = _run([sys.executable, "-c", probe], empty, site)
     module_file, configs = where.stdout.split()

@@ -31,7 +31,7 @@ from ranklit._locks import holder, put_back, release_all, sibling_lock, start_ti
 from ranklit._locks import release as release_lock
 
 __all__ = ["LOCK_FILE", "RunLock", "RunLocked", "acquire", "lock_holder", "lock_output", "put_back", "release",
-           "release_all", "start_time"]  # fmt: skip
+           "release_all", "start_time"]
 
 LOCK_FILE = "run.lock"
 
@@ -67,7 +67,7 @@ def lock_output(folder: str | Path, command: str) -> None:
 
     def busy(who: str) -> RunLocked:
         return RunLocked(f"{folder} is being written by {who} (`{command}`): wait for it to finish or stop it, "
-                         "then run the command again.")  # fmt: skip
+                         "then run the command again.")
 
     take(sibling_lock(folder), busy)
 

@@ -115,7 +115,7 @@ class EmbeddingWriter(BasePredictionWriter):
             self._writers[dataloader_idx] = DescriptorWriter(
                 folder, name, shard_rows=self.shard_rows, run=self._run_id, group=self.prefix,
                 rank=trainer.global_rank, ranks=trainer.world_size,
-            )  # fmt: skip
+            )
         return self._writers[dataloader_idx]
 
     @override

@@ -165,7 +165,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         check_injected(config.as_dict())  # nothing configured is called before its type is checked
         if dropped := drop_checkpoint_callbacks(config.trainer):  # ranklit.cli._checkpointing_off
             sys.stderr.write(f"--trainer.enable_checkpointing false: left out {', '.join(dropped)}; this run writes "
-                             "no checkpoint.\n")  # fmt: skip
+                             "no checkpoint.\n")
         for name, key in _MOVED.items():
             if config.get(name) is not None:
                 self.parser.error(
@@ -252,7 +252,7 @@ class RanklitCLI(CheckpointSettingsCLI):
         # last model of the previous fit call will be used", then that there is no last checkpoint. A fresh run's
         # directory has none (a resumed run passes its checkpoint explicitly): both warnings would only mislead.
         for message in (r"`\.fit\(ckpt_path=None\)` was called without a model",
-                        r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint'):  # fmt: skip
+                        r'\.fit\(ckpt_path="last"\) is set, but there is no last checkpoint'):
             warnings.filterwarnings("ignore", message=message, module=_CHECKPOINT_CONNECTOR)
         self.datamodule.check_batch_sampler()  # a bad sampler setting stops the run before the baseline validation
         if config.get("baseline_validation", True) and self.datamodule.val_dataset is not None:

@@ -89,7 +89,7 @@ def report_training_settings(checked: EvaluatedCheckpoint, datamodule: Any, subc
         shown = ", ".join(f"data.{name} {value!r}" for name, value in checked.given.items())
         sys.stderr.write(f"ranklit {subcommand}: {checked.path} does not record the image size and normalisation it "
                          f"was trained with (an older checkpoint outside its run folder): evaluated with the "
-                         f"config's {shown}.\n")  # fmt: skip
+                         f"config's {shown}.\n")
     if changes:
         sys.stderr.write(f"ranklit {subcommand}: {checked.path} is evaluated with the settings it was trained with, "
-                         f"not the config's: {'; '.join(changes)}.\n")  # fmt: skip
+                         f"not the config's: {'; '.join(changes)}.\n")

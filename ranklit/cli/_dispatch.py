@@ -31,7 +31,7 @@ _EVERY_RUN = frozenset({
     "ranking_grid", "baseline_validation", "resume", "checkpoint", "resume_new_rates", "predictions_path",  # RanklitCLI
     "requeue",  # RanklitCLI under SLURM
     "optimizer", "lr_scheduler", "ckpt_path", "weights_only", "help",
-})  # fmt: skip
+})
 RUN_OPTIONS = {
     "fit": _EVERY_RUN,
     "validate": _EVERY_RUN | {"verbose"},
@@ -56,7 +56,7 @@ def overview() -> str:
     """
     width = max(map(len, COMMANDS))
     lines = ["usage: ranklit COMMAND [OPTIONS]", "", "Train and evaluate image-retrieval models by optimising ranking "
-             "metrics.", "`ranklit COMMAND --help` lists the options of a command."]  # fmt: skip
+             "metrics.", "`ranklit COMMAND --help` lists the options of a command."]
     for group, title in _TITLES.items():
         rows = [f"  {name:<{width}}  {c.summary}" for name, c in COMMANDS.items() if c.group == group]
         lines += ["", f"{title}:", *rows]
@@ -107,7 +107,7 @@ def _words(first: str, rest: list[str]) -> NoReturn:
     close = closest(rest[0], f"{first} ")
     hint = f"did you mean `ranklit {close}`? " if close else ""
     _refuse(f"`{first} {rest[0]}` is not a ranklit command: {hint}The `{first}` commands are "
-            f"{', '.join(f'`{n}`' for n in names)} (`ranklit {first} --help`).")  # fmt: skip
+            f"{', '.join(f'`{n}`' for n in names)} (`ranklit {first} --help`).")
 
 
 def _refuse(message: str) -> NoReturn:

@@ -26,9 +26,9 @@ def _arguments() -> argparse.ArgumentParser:
     parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0].replace("``", ""))
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
-                        "with a `path` column (paths relative to its folder)")  # fmt: skip
+                        "with a `path` column (paths relative to its folder)")
     parser.add_argument("--split", default=None, help="the rows of a CSV with a `split` column to index (e.g. test, "
-                        "gallery; `all`: every row); required for such a CSV")  # fmt: skip
+                        "gallery; `all`: every row); required for such a CSV")
     parser.add_argument("--output", required=True, type=Path, help="the index folder to write (or to resume)")
     parser.add_argument("--batch_size", type=int, default=64, help="images embedded at a time")
     parser.add_argument("--num_workers", type=int, default=0, help="image-loading processes")
@@ -51,7 +51,7 @@ def main(args: list[str]) -> None:
     options = _arguments().parse_args(args)
     if options.evaluate and options.backend == "exact":
         _arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
-                        "hnsw, pq).")  # fmt: skip
+                        "hnsw, pq).")
     from ranklit.callbacks import lock_output  # after parsing: `--help` is immediate
     from ranklit.cli._resuming import rank_zero_process
     from ranklit.deploy import add_faiss, build_index, evaluate_recall
@@ -64,13 +64,13 @@ def main(args: list[str]) -> None:
         model, options.images, options.output, batch_size=options.batch_size, num_workers=options.num_workers,
         accelerator=options.accelerator, devices=devices, block_rows=options.block_rows, progress=options.progress,
         split=options.split,
-    )  # fmt: skip
+    )
     if not card["index"]["complete"]:
         return  # a process of a multi-device run other than the first: the first one finishes the index
     if options.backend != "exact":
         card = add_faiss(options.output, options.backend, nlist=options.nlist, m=options.m, nprobe=options.nprobe)
     sys.stdout.write(f"indexed {card['index']['count']} images into {options.output} "
-                     f"(backend {card['index']['backend']})\n")  # fmt: skip
+                     f"(backend {card['index']['backend']})\n")
     if options.evaluate:
         result = evaluate_recall(options.output, k=options.evaluate_k, queries=options.evaluate_queries)
         sys.stdout.write(

@@ -23,7 +23,7 @@ __all__ = ["PUBLIC_PACKAGES", "current_path", "moved_class_message", "other_comm
 PUBLIC_PACKAGES = (
     "ranklit.callbacks", "ranklit.data", "ranklit.losses", "ranklit.metrics", "ranklit.models", "ranklit.training",
     "ranklit.landmarks", "ranklit.index", "ranklit.deploy", "ranklit.viz",
-)  # fmt: skip
+)
 _CLASS_PATH = re.compile(r"Problem with given class_path '(ranklit\.[\w.]+)':\s*\n\s*([^\n]+)")
 _KEY = re.compile(r'^Parser key "([^"]+)"')
 _NOT_ACCEPTED = re.compile(r"^Option '(\w+)' is not accepted$")

@@ -31,9 +31,9 @@ def prepare_parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", required=True, type=Path, help="the folder to prepare (created; must be empty)")
     parser.add_argument("--source", action="append", default=[], metavar="URL|PATH",
                         help="a mirror's address or a file already on disk (repeat for each file of the dataset), "
-                        "or a folder holding the files")  # fmt: skip
+                        "or a folder holding the files")
     parser.add_argument("--sha256", action="append", default=[], metavar="HEX",
-                        help="the expected SHA-256 of each --source (a mirror's repacked archive)")  # fmt: skip
+                        help="the expected SHA-256 of each --source (a mirror's repacked archive)")
     parser.add_argument("--retries", type=int, default=5, help="tries after a failed download without progress")
     parser.add_argument("--keep-archives", action="store_true", help="keep the downloaded archives")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -60,7 +60,7 @@ def main(args: list[str]) -> None:
         )
     except KeyboardInterrupt:
         sys.stderr.write("interrupted: nothing was moved into --root; run the same command to continue (a partial "
-                         "download resumes).\n")  # fmt: skip
+                         "download resumes).\n")
         raise SystemExit(130) from None
     entry, data_root = prepared.entry, prepared.data_root
     state = "already prepared (its record verified; nothing downloaded)" if prepared.already_prepared else "prepared"

@@ -109,7 +109,7 @@ def find_resume(config: Any) -> ResumeRequest | None:
             if config.get("resume") != OR_FRESH or config.get("ckpt_path") == "last":
                 raise ResumeRefused(_nothing_resumable(request.folder / "checkpoints", request.point) + older)
             sys.stderr.write(f"--resume {OR_FRESH}: no checkpoint of {request.folder} can be resumed (kept as they "
-                             f"are); starting a fresh run.{older}\n")  # fmt: skip
+                             f"are); starting a fresh run.{older}\n")
             return None
         if request.folder is None:
             where = f"{experiment}/version_*/checkpoints" if version is None else f"{experiment}/{version}/checkpoints"

@@ -33,7 +33,7 @@ def _arguments() -> argparse.ArgumentParser:
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
     parser.add_argument("--split", default=None, help="with a CSV of queries that has a `split` column: its rows to "
-                        "use (e.g. query; `all`: every row)")  # fmt: skip
+                        "use (e.g. query; `all`: every row)")
     parser.add_argument("--k", type=int, default=10, help="results per query")
     parser.add_argument("--exclude_self", action=argparse.BooleanOptionalAction, default=True,
                         help="leave a query that the index holds (the same file) out of its own results (default)")
@@ -94,7 +94,7 @@ def _draw(retriever: Retriever, queries: list[str], hits: list[list[Hit]], outpu
     figure = ranking_grid(
         load(queries), retrieved, lambda positions: load([path_of[int(r)] for r in positions]),
         mean=preprocessing["mean"], std=preprocessing["std"],
-    )  # fmt: skip
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output)
 
@@ -108,11 +108,11 @@ def main(args: list[str]) -> None:
     retriever = Retriever.from_index(
         options.index, postprocess=_steps(options), backend=options.backend, nprobe=options.nprobe,
         device=options.device,
-    )  # fmt: skip
+    )
     hits = retriever.search(queries, k=options.k, exclude_self=options.exclude_self)
     if options.json:
         results = [{"query": q, "results": [{"path": h.path, "score": h.score} for h in found]}
-                   for q, found in zip(queries, hits, strict=True)]  # fmt: skip
+                   for q, found in zip(queries, hits, strict=True)]
         sys.stdout.write(json.dumps(results, indent=1) + "\n")
     else:
         for query, found in zip(queries, hits, strict=True):

@@ -164,7 +164,7 @@ class RetrievalDataModule(L.LightningDataModule):
             raise ValueError(f"`data.decode_on_device` must be false, true or 'auto', got {decode_on_device!r}.")
         if decode_on_device is True and not normalize_on_device:
             raise ValueError("`data.decode_on_device: true` needs `data.normalize_on_device: true` (the device "
-                             "decodes to uint8 crops, normalised there): set one of them differently.")  # fmt: skip
+                             "decodes to uint8 crops, normalised there): set one of them differently.")
         self.decode_on_device = decode_on_device if normalize_on_device else False
         parts = [(train_dataset, train), (val_dataset, evaluation), (test_dataset, evaluation)]
         for dataset, transform in [*parts, (gallery_dataset, evaluation)]:
@@ -274,7 +274,7 @@ class RetrievalDataModule(L.LightningDataModule):
         if device_decoder(device) is None:
             if self.decode_on_device is True:
                 warnings.warn(f"`data.decode_on_device`: no JPEG decoder on {device} decodes as Pillow does (none "
-                              "installed, or it disagrees): the loader workers decode.", stacklevel=2)  # fmt: skip
+                              "installed, or it disagrees): the loader workers decode.", stacklevel=2)
             return False
         return True
 

@@ -134,7 +134,7 @@ def _finish(image: Tensor, geometry: Geometry) -> Tensor:
     """The crop, resize, centre crop and flip of :class:`~ranklit.data._encoded.Geometry` (the CPU path's calls)."""
     left, top, right, bottom = geometry.box
     image = F.resize(image[:, top:bottom, left:right], list(geometry.size), interpolation=geometry.interpolation,
-                     antialias=True)  # fmt: skip
+                     antialias=True)
     if geometry.centre is not None:
         image = F.center_crop(image, list(geometry.centre))
     return F.horizontal_flip(image) if geometry.flip else image

@@ -93,7 +93,7 @@ class EncodedImages:
     __slots__ = ("data", "geometries", "offsets", "orientations", "paths", "positions")
 
     def __init__(self, positions: list[int], data: Tensor, offsets: list[int], paths: list[str],
-                 orientations: list[int], geometries: list[Geometry]) -> None:  # fmt: skip
+                 orientations: list[int], geometries: list[Geometry]) -> None:
         self.positions, self.data, self.offsets = positions, data, offsets
         self.paths, self.orientations, self.geometries = paths, orientations, geometries
 
@@ -106,7 +106,7 @@ class EncodedImages:
 
     def pin_memory(self) -> EncodedImages:
         return EncodedImages(self.positions, self.data.pin_memory(), self.offsets, self.paths, self.orientations,
-                             self.geometries)  # fmt: skip
+                             self.geometries)
 
 
 def collate(items: list[Any]) -> Any:
@@ -119,12 +119,12 @@ def collate(items: list[Any]) -> Any:
         ['image', 'label']
     """
     encoded = [(i, item["image"]) for i, item in enumerate(items)
-               if isinstance(item, dict) and isinstance(item.get("image"), EncodedImage)]  # fmt: skip
+               if isinstance(item, dict) and isinstance(item.get("image"), EncodedImage)]
     if not encoded:
         return default_collate(items)
     blank = torch.zeros(encoded[0][1].geometry.shape, dtype=torch.uint8)
     batch = default_collate([{**item, "image": blank} if isinstance(item["image"], EncodedImage) else item
-                             for item in items])  # fmt: skip
+                             for item in items])
     offsets = [0]
     for _, image in encoded:
         offsets.append(offsets[-1] + image.data.numel())
@@ -132,5 +132,5 @@ def collate(items: list[Any]) -> Any:
         [i for i, _ in encoded], torch.cat([image.data for _, image in encoded]), offsets,
         [image.path for _, image in encoded], [image.orientation for _, image in encoded],
         [image.geometry for _, image in encoded],
-    )  # fmt: skip
+    )
     return batch

@@ -62,7 +62,7 @@ def _step(module: nn.Module) -> _Step | None:
         return partial(
             F.resize, size=module.size, interpolation=module.interpolation, max_size=module.max_size,
             antialias=module.antialias,
-        )  # fmt: skip
+        )
     if type(module) is v2.CenterCrop:
         return partial(F.center_crop, output_size=module.size)
     if type(module) is v2.ToDtype and isinstance(module.dtype, torch.dtype):

@@ -92,7 +92,7 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
             label = int(fine[index])
             labelled.setdefault(digest, []).append((Path(path), names[label] if 0 <= label < len(names) else label))
     report.conflicts = [" = ".join(f"{path} (label {label})" for path, label in files)
-                        for files in labelled.values() if len({label for _, label in files}) > 1]  # fmt: skip
+                        for files in labelled.values() if len({label for _, label in files}) > 1]
     return report
 
 
@@ -140,7 +140,7 @@ def report_lines(reports: Sequence[SplitReport], leaked: Sequence[str], plan: st
             lines.append(f"  label hierarchy: {len(r.levels)} levels, {counts} classes (finest to coarsest)")
         if r.conflicts:
             lines.append(f"  PROBLEM: {len(r.conflicts)} files of identical content with different labels: "
-                         f"{examples(r.conflicts)}")  # fmt: skip
+                         f"{examples(r.conflicts)}")
         if r.unreadable:
             lines.append(f"  PROBLEM: {len(r.unreadable)} unreadable files: {examples(r.unreadable)}")
     if leaked:

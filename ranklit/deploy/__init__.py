@@ -32,7 +32,7 @@ _LAZY = {name: f"ranklit.deploy.{module}" for module, names in {
     "_index": ("build_index", "images_dataset", "read_index_card"), "_faiss_backend": ("BACKENDS",),
     "_model": ("LoadedModel", "load_model"),
     "_retriever": ("Hit", "Retriever"),
-}.items() for name in names}  # fmt: skip
+}.items() for name in names}
 
 __all__ = [
     "BACKENDS",

@@ -50,7 +50,7 @@ def evaluate_recall(
     card = read_index_card(files.folder)
     if card["index"]["backend"] == "exact":
         raise ValueError(f"{files.folder} has no faiss structure to evaluate: build it with `--backend ivf` (or flat, "
-                         "hnsw, pq).")  # fmt: skip
+                         "hnsw, pq).")
     descriptors = DescriptorShards(files.descriptors)
     rows = torch.randperm(descriptors.num_rows, generator=torch.Generator().manual_seed(seed))[:queries].sort().values
     sample = descriptors.take(rows)

@@ -111,7 +111,7 @@ def _check_existing(files: IndexFiles, card: dict[str, Any], paths: list[str]) -
     """Refuse to write into a folder that holds something else than this index (partly) built, or into a file."""
     if files.folder.exists() and not files.folder.is_dir():
         raise UserError(f"the index's output {files.folder} is a file: `--output` names the folder to write the index "
-                        "into (a new or empty one, or the index being resumed).")  # fmt: skip
+                        "into (a new or empty one, or the index being resumed).")
     if not files.folder.exists() or not any(files.folder.iterdir()):
         return
     old = read_index_card(files.folder, complete=False)
@@ -180,7 +180,7 @@ def _embed_blocks(model: LoadedModel, data: Dataset, files: IndexFiles, settings
                 accelerator=settings["accelerator"], devices=settings["devices"], logger=False,
                 enable_checkpointing=False, enable_progress_bar=settings["progress"], enable_model_summary=False,
                 callbacks=[EmbeddingWriter(str(files.descriptors), prefix=prefix, overwrite=True, rerun=_RERUN)],
-            )  # fmt: skip
+            )
             rank_zero = trainer.is_global_zero
             if _block_done(files.descriptors, prefix, trainer.world_size):
                 continue
@@ -215,7 +215,7 @@ def build_index(
     data = images_dataset(images, model.transform(), split)
     paths = [str(Path(p).resolve()) for p in data.paths]  # type: ignore[attr-defined]
     settings = {"batch_size": batch_size, "num_workers": num_workers, "accelerator": accelerator, "devices": devices,
-                "block_rows": block_rows, "progress": progress}  # fmt: skip
+                "block_rows": block_rows, "progress": progress}
     card = {
         **model.card,
         "index": {"images": str(Path(images).resolve()), "split": split, "count": len(paths),

@@ -31,7 +31,7 @@ RANGE_SLACK = 0.5
 """How far (in normalised units) a network input may lie outside the range of normalised ``[0, 1]`` pixels."""
 
 _WHAT = ("give uint8 pixels [3, H, W] (0-255; or an image file, a PIL image), float network inputs [B, 3, H, W] "
-         "already preprocessed as the index's card says, or float descriptors [B, D]")  # fmt: skip
+         "already preprocessed as the index's card says, or float descriptors [B, D]")
 
 
 def input_range(card: dict[str, Any]) -> tuple[float, float]:
@@ -84,7 +84,7 @@ def check_query_tensor(query: Tensor, card: dict[str, Any]) -> str:
     if tuple(shape[-2:]) != size:
         raise UserError(f"a float query tensor of shape {shape} is taken as network inputs, whose size is "
                         f"{size[0]} x {size[1]} (the index's card): preprocess it as the card says, or give uint8 "
-                        "pixels to have it done.")  # fmt: skip
+                        "pixels to have it done.")
     return "inputs"
 
 
@@ -97,18 +97,18 @@ def _check_layout(query: Tensor, kind: str) -> None:
         layout = "[3, H, W]" if query.ndim == 3 else "[B, 3, H, W]"
         raise UserError(f"a query tensor of shape {shape} is channels last: give {layout} (query.permute({order})).")
     raise UserError(f"a {query.dtype} query tensor of shape {shape} is not an RGB image [3, H, W] or a batch "
-                    f"[B, 3, H, W] ({kind}): {_WHAT}.")  # fmt: skip
+                    f"[B, 3, H, W] ({kind}): {_WHAT}.")
 
 
 def _check_descriptors(query: Tensor, card: dict[str, Any]) -> str:
     dim = int(card["output"]["embedding_dim"])
     if query.shape[1] != dim:
         raise UserError(f"descriptors of size {query.shape[1]} given; this index's model gives {dim}: embed the "
-                        "queries with the index's model.")  # fmt: skip
+                        "queries with the index's model.")
     if card["output"].get("l2_normalised") and query.numel():
         norms = query.double().norm(dim=1)
         if bool(((norms - 1).abs() > 1e-3).any()):
             raise UserError(f"descriptors of norm {float(norms.min()):.4g} to {float(norms.max()):.4g} given; this "
                             "index's model gives unit vectors: L2-normalise them "
-                            "(torch.nn.functional.normalize(query, dim=1)).")  # fmt: skip
+                            "(torch.nn.functional.normalize(query, dim=1)).")
     return "descriptors"

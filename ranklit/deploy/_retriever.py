@@ -106,7 +106,7 @@ class Retriever:
             if self.backend != self.card["index"]["backend"]:
                 built = self.card["index"]["backend"]
                 raise UserError(f"{files.folder} has no {self.backend} structure (it has: {built}); use `--backend "
-                                "exact` or rebuild the index.")  # fmt: skip
+                                "exact` or rebuild the index.")
             self._faiss = _faiss().read_index(str(files.faiss))
         self.steps = list(postprocess)
         self._galleries: list[Tensor | Descriptors] = []

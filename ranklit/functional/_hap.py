@@ -93,7 +93,7 @@ class HAPOptions(SupAPOptions):
     def steps(self) -> RankSteps:
         """The kernels' steps: H-AP's bounds with these options."""
         return RankSteps(False, self.tau, self.rho, self.delta, self.offset, self.start, self.leak, self.beta,
-                         self.gamma, self.with_hrank)  # fmt: skip
+                         self.gamma, self.with_hrank)
 
 
 def _hap_per_query(
@@ -195,7 +195,7 @@ def hap_surrogate(
     opts = HAPOptions(
         alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
         chunk_size=chunk_size, offset=offset, start=start, engine=engine,
-    )  # fmt: skip
+    )
     if not isinstance(levels, Tensor) or levels.is_floating_point() or levels.shape != getattr(scores, "shape", None):
         got = f"{levels.dtype} {tuple(levels.shape)}" if isinstance(levels, Tensor) else type(levels).__name__
         raise ValueError(f"`levels` must be an integer tensor of the scores' shape [Q, N], got {got}.")
@@ -255,7 +255,7 @@ def hap_loss(
     hap, has_relevant = hap_surrogate(
         scores, levels, num_levels, valid, alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta,
         gamma=gamma, with_hrank=with_hrank, chunk_size=chunk_size, offset=offset, start=start, engine=engine,
-    )  # fmt: skip
+    )
     if not bool(has_relevant.any()):
         raise ValueError(
             "No query has a relevant item (level >= 1: same label at the coarsest column) in its retrieval set, so "

@@ -29,7 +29,7 @@ from ranklit.functional.relevance import relevance
 from ranklit.functional.ties import TiedPositives, group_bounds, strictly_above_thresholds, tie_positives
 
 __all__ = ["RelevantRanking", "rank_relevant_items", "ranking_from_counts", "level_binary_metrics",
-           "hierarchical_query_metrics"]  # fmt: skip
+           "hierarchical_query_metrics"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def rank_relevant_items(
 
 
 def ranking_from_counts(descending: Tensor, valid: Tensor, levels: Tensor, at_least: Tensor, above: Tensor | None,
-                        num_levels: int, ties: str) -> RelevantRanking:  # fmt: skip
+                        num_levels: int, ties: str) -> RelevantRanking:
     """The :class:`RelevantRanking` of relevant items sorted by decreasing score and counted (by
     :func:`rank_relevant_items`, or the kernel path of :mod:`ranklit.functional._kernel_counts`; the arguments as its
     attributes, ``levels`` in the same order): each tie group ordered by level as ``ties`` says."""
@@ -194,13 +194,13 @@ def hierarchical_query_metrics(ranking: RelevantRanking, alpha: float) -> dict[s
         assert tied.above is not None and tied.size is not None
         start, end = group_bounds(ranking.descending)
         above_w = sum(w * (c.gather(1, start) - (levels.gather(1, start) == v + 1).to(torch.float64))
-                      for v, (w, c) in enumerate(zip(weights, cumulative, strict=True)))  # fmt: skip
+                      for v, (w, c) in enumerate(zip(weights, cumulative, strict=True)))
         group_w = sum(w * c.gather(1, end) for w, c in zip(weights, cumulative, strict=True)) - above_w - rel
         a, n = tied.above, tied.size
         harmonic = _harmonic(a, n)
         hap_terms = ((rel + above_w) * harmonic + group_w / (n - 1.0).clamp(min=1.0) * (n - (a + 1.0) * harmonic)) / n
         dcg_terms = gain * (_discounts(torch.where(ranking.valid, a + n, 0.0))
-                            - _discounts(torch.where(ranking.valid, a, 0.0))) / n  # fmt: skip
+                            - _discounts(torch.where(ranking.valid, a, 0.0))) / n
         full_top = a + n
     hap = torch.where(ranking.valid, hap_terms, 0.0).sum(1) / rel.sum(1).clamp(min=torch.finfo(torch.float64).tiny)
 
@@ -302,6 +302,6 @@ def _expected_min(top: Tensor, ideal: Tensor, straddle: tuple[Tensor, Tensor, Te
         possible = (y <= members) & (rest >= 0) & (rest <= others)
         log_p = (torch.lgamma(members + 1) - math.lgamma(y + 1) - torch.lgamma((members - y).clamp(min=0.0) + 1)
                  + torch.lgamma(others + 1) - torch.lgamma(rest.clamp(min=0.0) + 1)
-                 - torch.lgamma((others - rest).clamp(min=0.0) + 1) - log_total)  # fmt: skip
+                 - torch.lgamma((others - rest).clamp(min=0.0) + 1) - log_total)
         expected += torch.where(possible, torch.exp(log_p), 0.0) * torch.minimum(top + y, ideal)
     return expected

@@ -162,7 +162,7 @@ class KernelCounter:
 
     def _launch(self, chunk: _Chunk, mode: int, start: Tensor, count: Tensor, out: Tensor, *,
                 tiles: Tensor | None = None, thresholds: Tensor | None = None, log_width: int = 1,
-                hist_width: int = 0, strict: bool = False) -> None:  # fmt: skip
+                hist_width: int = 0, strict: bool = False) -> None:
         t, (queries, query_ids, junk) = self._triton, chunk
         thresholds = out if thresholds is None else thresholds
         grid = (-(-queries.shape[0] // t.BLOCK_M),)  # programs of BLOCK_M queries
@@ -174,7 +174,7 @@ class KernelCounter:
             self.refs.stride(0), junk.stride(0) if junk is not None else 0, thresholds.stride(0), out.stride(0),
             MODE=mode, HAS_IDS=query_ids is not None, HAS_JUNK=junk is not None, STRICT=int(strict),
             BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS,
-        )  # fmt: skip
+        )
 
     def _tiles(self, start: Tensor, count: Tensor) -> Tensor:
         """``[B, 2]`` int64 first and end column of the tiles holding the positives of each program's queries (their
@@ -220,7 +220,7 @@ class KernelCounter:
             ascending = torch.where(position < real[:, None], ascending, math.inf).contiguous()
             histogram = torch.zeros(rows.numel(), (1 + strict) * (num + 1), dtype=torch.int32, device=rows.device)
             self._launch(chunk, self._triton.MODE_COUNTS, start, real, histogram, thresholds=ascending,
-                         log_width=log_width, hist_width=num + 1, strict=strict)  # fmt: skip
+                         log_width=log_width, hist_width=num + 1, strict=strict)
             at_least = torch.where(valid, histogram[:, :num].cumsum(1), 0)
             if strict:
                 above = torch.where(valid, histogram[:, num + 1 : 2 * num + 1].cumsum(1), 0)

@@ -171,7 +171,7 @@ def retrieval_metrics(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
         recall_at=recall_at, ndcg_at=ndcg_at, alpha=alpha, ties=ties, average=average, chunk_size=chunk_size,
         junk=junk, normalize=normalize,
-    )  # fmt: skip
+    )
     return {key: int(value) if key.startswith("num_") else float(value) for key, value in values.items()}
 
 
@@ -219,7 +219,7 @@ def retrieval_metric_tensors(
     x = prepare_inputs(
         embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
         normalize=normalize,
-    )  # fmt: skip
+    )
     num_levels = x.num_levels
     num_queries, num_refs = x.queries.shape[0], x.refs.shape[0]
     if num_levels > 1:
@@ -230,7 +230,7 @@ def retrieval_metric_tensors(
     evaluate = functools.partial(_evaluate, cutoffs=cutoffs, alpha=alpha, average=average, chunk_size=chunk_size)
     if shard is None or shard.rank == 0:  # the sampled queries against the whole set: a copy of the full problem
         warn_if_tied(x, junk, ties, lambda inputs, removed, policy: evaluate(
-            inputs, removed, symmetric=False, ties=policy, per_query=False, shard=None))  # fmt: skip
+            inputs, removed, symmetric=False, ties=policy, per_query=False, shard=None))
     symmetric = ref_embeddings is None and num_levels == 1 and junk is None and _unique(x.query_ids)
     return evaluate(x, junk, symmetric=symmetric, ties=ties, per_query=per_query, shard=shard)
 
@@ -275,7 +275,7 @@ def _evaluate(
     chunk = chunk_size or metrics_chunk_size(
         num_queries, num_refs, num_levels, x.queries.device, max_relevant=largest_class,
         kernel_bytes=None if kernel is None else kernel.bytes_per_query(largest_class),
-    )  # fmt: skip
+    )
     # Queries with similar numbers of positives share a chunk, so the padded [chunk, P] positives waste little.
     order = torch.argsort(class_sizes, stable=True)
     if shard is not None:
@@ -302,7 +302,7 @@ def nan_metrics(
     cutoffs = {"recall_at": check_recall_at(recall_at), "ndcg_at": check_cutoffs(ndcg_at, "ndcg_at")}
     table = QueryValues(_total_keys(num_levels, cutoffs), 0, device)
     return _finalise(table, torch.zeros(0, dtype=torch.long, device=device), num_queries, num_levels, cutoffs,
-                     "query", False, warn=False)  # fmt: skip
+                     "query", False, warn=False)
 
 
 def _finalise(

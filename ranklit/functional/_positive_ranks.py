@@ -154,7 +154,7 @@ def concat_counts(parts: list[_Counts]) -> _Counts:
 
     above = None if parts[0][3] is None else torch.cat([padded(p[3], 0) for p in parts])  # type: ignore[arg-type]
     return (torch.cat([padded(p[0], float("-inf")) for p in parts]), torch.cat([padded(p[1], False) for p in parts]),
-            torch.cat([padded(p[2], 0) for p in parts]), above)  # fmt: skip
+            torch.cat([padded(p[2], 0) for p in parts]), above)
 
 
 def positive_ranks(scores: Tensor, index: Tensor, valid: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -101,7 +101,7 @@ def _forward(
     s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, rank_ptr, hrank_ptr, N, P,
     STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, HAS_WEIGHTS: tl.constexpr,
     BP: tl.constexpr, BN: tl.constexpr,
-):  # fmt: skip
+):
     q = tl.program_id(0).to(tl.int64)
     offs_k = tl.program_id(1) * BP + tl.arange(0, BP)
     idx = tl.load(idx_ptr + q * P + offs_k, mask=offs_k < P, other=-1)
@@ -126,7 +126,7 @@ def _backward(
     s_ptr, code_ptr, w_ptr, idx_ptr, par_ptr, g_rank_ptr, g_hrank_ptr, grad_ptr, rows_ptr, N, P,
     STEPS: tl.constexpr, WITH_HRANK: tl.constexpr, HAS_WEIGHTS: tl.constexpr,
     BP: tl.constexpr, BN: tl.constexpr,
-):  # fmt: skip
+):
     q = tl.program_id(0).to(tl.int64)
     offs_j = tl.program_id(1) * BN + tl.arange(0, BN)
     in_row = offs_j < N

@@ -108,7 +108,7 @@ class _RankSums(torch.autograd.Function):
         grid = (num_queries, _cdiv(num_ranked, options["BP"]))
         if num_queries and num_ranked:
             kernels.forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
-                                  scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None, **options)  # fmt: skip
+                                  scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None, **options)
         ctx.save_for_backward(scores, codes, weights, idx, params)
         ctx.steps = steps
         return rank, hrank
@@ -128,7 +128,7 @@ class _RankSums(torch.autograd.Function):
         if num_queries and num_ranked and scores.shape[1]:
             kernels.backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
                                    g_hrank, grad, rows, scores.shape[1], num_ranked,
-                                   HAS_WEIGHTS=weights is not None, **options)  # fmt: skip
+                                   HAS_WEIGHTS=weights is not None, **options)
         grad.scatter_add_(1, idx.clamp(min=0).long(), -rows)  # rows is 0 at padding
         return grad, None, None, None, None
 

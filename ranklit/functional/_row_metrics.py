@@ -86,7 +86,7 @@ def evaluate_rows(
     for rows in order.split(chunk):
         if num_levels == 1:
             parts = [positive_counts(scores_of(b), *label_keys.match(x.query_labels[b, 0]), strict=strict)
-                     for b in rows.split(block)]  # fmt: skip
+                     for b in rows.split(block)]
             descending, valid, at_least, above = concat_counts(parts)
             table.store(binary_query_metrics(tie_positives(descending, valid, at_least, above, ties), cutoffs), rows)
             continue
@@ -94,7 +94,7 @@ def evaluate_rows(
         index, valid = label_keys.match(x.query_labels[rows, -1])
         levels = levels_between(x.query_labels[rows], x.ref_labels[index])
         _store_hierarchical(table, rank_relevant_items(scores, index, valid, levels, num_levels, ties), rows, cutoffs,
-                            alpha)  # fmt: skip
+                            alpha)
 
 
 def _store_hierarchical(
@@ -121,5 +121,5 @@ def _store_kernel_counts(
         return
     levels = torch.where(counts.valid, levels_between(x.query_labels[rows], x.ref_labels[counts.columns]), 0)
     ranking = ranking_from_counts(counts.descending, counts.valid, levels, counts.at_least, counts.above,
-                                  x.num_levels, ties)  # fmt: skip
+                                  x.num_levels, ties)
     _store_hierarchical(table, ranking, rows, cutoffs, alpha)

@@ -211,7 +211,7 @@ def supap_loss(
     """
     opts = SupAPOptions(
         tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine
-    )  # fmt: skip
+    )
     chunk_fn = partial(_supap_chunk, options=opts)
     ap, keep = _smooth_rank_ap(chunk_fn, opts.steps(), scores, positives, valid, opts.chunk_size, opts.engine)
     return reduce_ap_loss(ap, keep, reducer, query_classes)

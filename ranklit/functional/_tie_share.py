@@ -97,7 +97,7 @@ def warn_if_tied(x: RetrievalInputs, junk: Tensor | None, ties: str, evaluate: E
     if share < TIED_SHARE:
         return
     sample = replace(x, queries=x.queries[rows], query_labels=x.query_labels[rows],
-                     query_ids=None if x.query_ids is None else x.query_ids[rows])  # fmt: skip
+                     query_ids=None if x.query_ids is None else x.query_ids[rows])
     with warnings.catch_warnings():  # the sample's own warnings (no positive in it, ...) are not the user's
         warnings.simplefilter("ignore")
         figures = {policy: evaluate(sample, None if junk is None else junk[rows], policy) for policy in TIES}

@@ -53,7 +53,7 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
     stride_query, stride_ref, stride_junk, stride_threshold, stride_out,
     MODE: tl.constexpr, HAS_IDS: tl.constexpr, HAS_JUNK: tl.constexpr, STRICT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # fmt: skip
+):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_queries
     wide = rows.to(tl.int64)  # row offsets in int64: a chunk's C x N junk flags or C x 2^log_width thresholds pass 2^31
@@ -73,9 +73,9 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
             ks = k + tl.arange(0, BLOCK_K)
             k_ok = ks < dim
             a = tl.load(query_ptr + wide[:, None] * stride_query + ks[None, :],
-                        mask=row_ok[:, None] & k_ok[None, :], other=0.0)  # fmt: skip
+                        mask=row_ok[:, None] & k_ok[None, :], other=0.0)
             b = tl.load(ref_ptr + cols.to(tl.int64)[None, :] * stride_ref + ks[:, None],
-                        mask=col_ok[None, :] & k_ok[:, None], other=0.0)  # fmt: skip
+                        mask=col_ok[None, :] & k_ok[:, None], other=0.0)
             scores = tl.dot(a, b, scores, input_precision="ieee")
         inside = row_ok[:, None] & col_ok[None, :]
         removed = ~inside
@@ -84,7 +84,7 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
             removed = removed | (query_ids[:, None] == ref_ids[None, :])
         if HAS_JUNK:
             junk = tl.load(junk_ptr + wide[:, None] * stride_junk + cols[None, :],
-                           mask=row_ok[:, None] & col_ok[None, :], other=1)  # fmt: skip
+                           mask=row_ok[:, None] & col_ok[None, :], other=1)
             removed = removed | (junk != 0)
         scores = tl.where(removed, float("-inf"), scores)
         if MODE == 0:
@@ -99,7 +99,7 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
                 step = 1 << (log_width - 1)
                 for _ in range(log_width):  # binary search over 2^log_width ascending entries (+inf padding)
                     threshold = tl.load(threshold_ptr + wide[:, None] * stride_threshold + (pos + step - 1),
-                                        mask=row_ok[:, None], other=float("inf"))  # fmt: skip
+                                        mask=row_ok[:, None], other=float("inf"))
                     if strict_pass == 0:
                         clears = threshold <= scores
                     else:

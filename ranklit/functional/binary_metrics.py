@@ -94,7 +94,7 @@ def hit_rate(t: TiedPositives, k: int) -> Tensor:
     drawn = (k - a).clamp(0.0).minimum(n)
     negatives = n - p
     log_miss = (torch.lgamma(negatives + 1) - torch.lgamma((negatives - drawn).clamp(min=0.0) + 1)
-                - torch.lgamma(n + 1) + torch.lgamma(n - drawn + 1))  # fmt: skip
+                - torch.lgamma(n + 1) + torch.lgamma(n - drawn + 1))
     miss = torch.where(drawn > negatives, 0.0, torch.exp(log_miss))
     return torch.where(has_positive, 1.0 - miss, 0.0)
 
@@ -114,7 +114,7 @@ def reciprocal_rank(t: TiedPositives) -> Tensor:
     position = torch.arange(1, width + 1, dtype=torch.float64, device=n.device)[None, :]
     rest = (n - position).clamp(min=0.0)
     log_prob = (torch.lgamma(rest + 1) - torch.lgamma(p) - torch.lgamma((rest - p + 1).clamp(min=0.0) + 1)
-                - torch.lgamma(n + 1) + torch.lgamma(p + 1) + torch.lgamma(n - p + 1))  # fmt: skip
+                - torch.lgamma(n + 1) + torch.lgamma(p + 1) + torch.lgamma(n - p + 1))
     terms = torch.where(position <= last, torch.exp(log_prob) / (a + position), 0.0)
     return torch.where(has_positive, terms.sum(1), 0.0)
 

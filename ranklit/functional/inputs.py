@@ -127,7 +127,7 @@ def check_embeddings(embeddings: Tensor, name: str = "embeddings", finite: bool 
         raise ValueError(f"`{name}` is empty: a retrieval problem needs at least one item.")
     if embeddings.shape[1] == 0:
         raise ValueError(f"`{name}` has shape {tuple(embeddings.shape)}: embeddings of size 0 score every pair alike; "
-                         "check the network's output size (`embedding_dim`).")  # fmt: skip
+                         "check the network's output size (`embedding_dim`).")
     if finite and not torch.isfinite(embeddings.detach()).all():
         raise ValueError(f"`{name}` contains NaN or infinite values; check the network's output and the learning rate.")
 

@@ -48,7 +48,7 @@ def check_ties(ties: str) -> str:
     'average'
     """
     meaning = ("the value of a metric under the worst ordering of each group of equal scores, the mean over its "
-               "orderings, or the best: docs/spec.md §0, Ranks and ties")  # fmt: skip
+               "orderings, or the best: docs/spec.md §0, Ranks and ties")
     return check_choice("ties", ties, TIES, meaning)
 
 
@@ -61,7 +61,7 @@ def strictly_above_thresholds(descending: Tensor) -> Tensor:
     [[1.0000001192092896, -inf]]
     """
     return torch.where(torch.isfinite(descending), torch.nextafter(descending, torch.full_like(descending, torch.inf)),
-                       descending)  # fmt: skip
+                       descending)
 
 
 def group_bounds(descending: Tensor) -> tuple[Tensor, Tensor]:

@@ -257,7 +257,7 @@ class DescriptorWriter:
             raise ValueError(f"`shard_rows` must be a positive number of rows, got {shard_rows}.")
         self.folder, self.name, self.shard_rows = Path(folder), name, shard_rows
         self.identity = {"run": run or uuid.uuid4().hex[:12], "group": name if group is None else group,
-                         "rank": rank, "ranks": ranks}  # fmt: skip
+                         "rank": rank, "ranks": ranks}
         self.folder.mkdir(parents=True, exist_ok=True)
         self._buffer: list[tuple[Tensor, Tensor, Tensor | None]] = []
         self._buffered = 0
@@ -301,7 +301,7 @@ class DescriptorWriter:
 
     def _write_manifest(self, complete: bool) -> None:
         manifest = {"format": FORMAT, "version": 2, "dim": self.dim or 0, **self.identity, "complete": complete,
-                    "shards": self._shards}  # fmt: skip
+                    "shards": self._shards}
         temporary = self.folder / f".{self.name}.json.tmp"
         temporary.write_text(json.dumps(manifest))
         temporary.replace(self.folder / f"{self.name}.json")

@@ -92,10 +92,10 @@ class RevisitedLandmarks(ImageRetrievalDataset):
         escaped = outside_root(self.root, [f"jpg/{name}.jpg" for name in names])
         problems.add(f"image names that lead outside {self.root}", [names[i] for i in escaped], OUTSIDE_FIX)
         outside = [f"query {q} {key} {i}" for q, e in enumerate(self.gnd) for key in e for i in e[key]
-                   if not 0 <= i < self.num_gallery]  # fmt: skip
+                   if not 0 <= i < self.num_gallery]
         problems.add(f"indices outside imlist (0..{self.num_gallery - 1})", outside, "Fix or re-download the file")
         boxes = [f"query {q} {list(b)}" for q, b in enumerate(self.boxes)
-                 if len(b) != 4 or not 0 <= b[0] < b[2] or not 0 <= b[1] < b[3]]  # fmt: skip
+                 if len(b) != 4 or not 0 <= b[0] < b[2] or not 0 <= b[1] < b[3]]
         problems.add("query boxes `bbx` not [x1, y1, x2, y2] with 0 <= x1 < x2, 0 <= y1 < y2", boxes)
         problems.raise_if_any()
 

@@ -112,7 +112,7 @@ def _precision_at_last(t: TiedPositives, k: int) -> Tensor:
     width = int(n.max())
     m = torch.arange(1, width + 1, dtype=torch.float64, device=n.device)[None, :]
     log_prob = (torch.lgamma(m) - torch.lgamma(p) - torch.lgamma((m - p).clamp(min=0.0) + 1)
-                - torch.lgamma(n + 1) + torch.lgamma(p + 1) + torch.lgamma((n - p).clamp(min=0.0) + 1))  # fmt: skip
+                - torch.lgamma(n + 1) + torch.lgamma(p + 1) + torch.lgamma((n - p).clamp(min=0.0) + 1))
     prob = torch.where((m >= p) & (m <= n), torch.exp(log_prob), 0.0)
     inside = a_pos + (p - 1.0) * (k - a) / (m - 1.0).clamp(min=1.0)
     precision = torch.where(a + m <= k, r[:, None] / (a + m), torch.where(a >= k, reached, inside) / k)
@@ -207,6 +207,6 @@ def revisited_map(
             warnings.warn(f"No query has a positive under the {name!r} protocol: its metrics are NaN.", stacklevel=2)
         keys = ("map", *(f"mp_at_{k}" for k in precision_at))
         out.update({f"{key}_{name}": float(total.get(key, 0.0) / total["count"]) if total["count"] else float("nan")
-                    for key in keys})  # fmt: skip
+                    for key in keys})
     out["num_queries"] = num_queries
     return out

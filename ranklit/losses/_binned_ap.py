@@ -56,7 +56,7 @@ class FastAPLoss(BinaryRetrievalLoss):
         return fastap_loss(
             scores, binary_positives(inputs, valid), valid, num_bins=self.num_bins, reducer=self.reducer,
             query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )
 
 
 @register_loss(

@@ -59,4 +59,4 @@ class BlackBoxAPLoss(BinaryRetrievalLoss):
         return blackbox_ap_loss(
             scores, binary_positives(inputs, valid), valid, lam=self.lam, margin=self.margin if self.training else 0.0,
             reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )

@@ -61,4 +61,4 @@ class CalibrationLoss(BinaryRetrievalLoss):
         return calibration_loss(
             scores, positives, valid, alpha=self.alpha, beta=self.beta, reduction=self.reduction,
             reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )

@@ -91,7 +91,7 @@ class ROADMAPLoss(BinaryRetrievalLoss):
         self.supap = SupAPLoss(
             tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine,
             reducer=reducer,
-        )  # fmt: skip
+        )
         self.calibration = CalibrationLoss(alpha=alpha, beta=beta, reduction=calibration_reduction, reducer=reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:

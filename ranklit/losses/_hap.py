@@ -96,7 +96,7 @@ class HAPLoss(RetrievalLoss):
         self.options = HAPOptions(
             alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
             chunk_size=chunk_size, offset=offset, start=start, engine=engine,
-        )  # fmt: skip
+        )
         self.reducer = checked_reducer(reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
@@ -105,7 +105,7 @@ class HAPLoss(RetrievalLoss):
         return hap_loss(
             scores, levels, inputs.num_levels, valid, **asdict(self.options), reducer=self.reducer,
             query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )
 
 
 @register_loss(summary="H-AP + clustering", paper="HAPPIER, ECCV 2022", proxy=True)
@@ -181,7 +181,7 @@ class HAPPIERLoss(HAPLoss):
             alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
             chunk_size=chunk_size, offset=offset, start=start, engine=engine, reducer=reducer, normalize=normalize,
             include_self=include_self,
-        )  # fmt: skip
+        )
         self.lam = check_in_range("lam", lam, 0.0, 1.0)
         self.cluster = ClusterLoss(num_classes, embedding_dim, temperature=temperature)
 

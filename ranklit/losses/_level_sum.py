@@ -64,5 +64,5 @@ class LevelSumLoss(EmbeddingLoss):
             total = total + loss(
                 inputs.queries, inputs.query_labels[:, h], ref_embeddings=inputs.refs,
                 ref_labels=inputs.ref_labels[:, h], ids=inputs.query_ids, ref_ids=inputs.ref_ids,
-            )  # fmt: skip
+            )
         return total

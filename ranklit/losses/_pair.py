@@ -53,7 +53,7 @@ class ContrastiveLoss(BinaryRetrievalLoss):
         return contrastive_loss(
             scores, binary_positives(inputs, valid), valid, pos_margin=self.pos_margin, neg_margin=self.neg_margin,
             reducer=self.reducer, query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )
 
 
 @register_loss(

@@ -68,7 +68,7 @@ class SmoothAPLoss(BinaryRetrievalLoss):
         return smooth_ap_loss(
             scores, binary_positives(inputs, valid), valid, tau=self.tau, chunk_size=self.chunk_size,
             reducer=self.reducer, query_classes=inputs.query_labels[:, 0], engine=self.engine,
-        )  # fmt: skip
+        )
 
 
 @register_loss(summary="smooth upper bound of 1 − AP", paper="ROADMAP, NeurIPS 2021", ap=True)
@@ -128,11 +128,11 @@ class SupAPLoss(BinaryRetrievalLoss):
         super().__init__(normalize=normalize, include_self=include_self)
         self.options = SupAPOptions(
             tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine
-        )  # fmt: skip
+        )
         self.reducer = checked_reducer(reducer)
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return supap_loss(
             scores, binary_positives(inputs, valid), valid, **asdict(self.options), reducer=self.reducer,
             query_classes=inputs.query_labels[:, 0],
-        )  # fmt: skip
+        )

@@ -127,7 +127,7 @@ class EmbeddingLoss(nn.Module):
             inputs = prepare_inputs(
                 embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
                 normalize=self.normalize,
-            )  # fmt: skip
+            )
         return self.embedding_loss(inputs)
 
     def embedding_loss(self, inputs: RetrievalInputs) -> Tensor:

@@ -235,17 +235,17 @@ class RetrievalMetrics(Metric):
             _check_repeats(ids, labels, keep[group])
             embeddings, labels, ids, is_gallery = embeddings[keep], labels[keep], ids[keep], is_gallery[keep]
         query_ids = ids[~is_gallery] if ids is not None else torch.arange(int((~is_gallery).sum()),
-                                                                            device=embeddings.device)  # fmt: skip
+                                                                            device=embeddings.device)
         num_levels = 1 if labels.ndim == 1 else labels.shape[1]
         if is_gallery.all():
             warnings.warn("Every item was added with `gallery=True`: there is no query, the metrics are NaN.",
-                          UserWarning, stacklevel=3)  # fmt: skip
+                          UserWarning, stacklevel=3)
             return nan_metrics(0, num_levels, self.recall_at, embeddings.device, self.ndcg_at), query_ids
         options: dict[str, Any] = dict(
             recall_at=self.recall_at, ndcg_at=self.ndcg_at, alpha=self.alpha, ties=self.ties, average=self.average,
             per_query=per_query, chunk_size=self.chunk_size, normalize=self.normalize,
             shard=distributed_shard(self.process_group) if metric_is_synced(self) else None,
-        )  # fmt: skip
+        )
         if not is_gallery.any():
             return retrieval_metric_tensors(embeddings, labels, ids=ids, **options), query_ids
         return retrieval_metric_tensors(

@@ -164,7 +164,7 @@ class RetrievalModule(SafeLoading):
         self.landmarks = landmarks
         if not eval_scales or any(not isinstance(s, (int, float)) or s <= 0 for s in eval_scales):
             raise ValueError(f"`eval_scales` must list positive image scales (e.g. [1.0] or [1.0, 0.707, 0.5]), got "
-                             f"{eval_scales!r}.")  # fmt: skip
+                             f"{eval_scales!r}.")
         self.eval_scales = tuple(float(s) for s in eval_scales)
         self.channels_last = check_flag("channels_last", channels_last)
         options = compile_options(compile)
@@ -248,7 +248,7 @@ class RetrievalModule(SafeLoading):
         # multistage (manual optimisation): clip here, after a 16-mixed gradient scaler has unscaled the gradients
         if self.multistage is not None and self.multistage.gradient_clip_val is not None:
             self.clip_gradients(optimizer, gradient_clip_val=self.multistage.gradient_clip_val,
-                                gradient_clip_algorithm="norm")  # fmt: skip
+                                gradient_clip_algorithm="norm")
 
     @override
     def on_train_start(self) -> None:
@@ -274,7 +274,7 @@ class RetrievalModule(SafeLoading):
             self.net(images if scale == 1.0 else nn.functional.interpolate(
                 images, scale_factor=scale, mode="bilinear", align_corners=False, antialias=True))
             for scale in self.eval_scales
-        )  # fmt: skip
+        )
         return nn.functional.normalize(cast(Tensor, total), dim=1)
 
     def _update(self, metrics: RetrievalMetrics, batch: dict[str, Tensor], dataloader_idx: int) -> None:

@@ -27,7 +27,7 @@ def main() -> None:
     for signum in _FORWARDED:
         signal.signal(signum, signal.SIG_IGN)
     step = {"SLURM_NTASKS": str(tasks), "SLURM_NTASKS_PER_NODE": str(tasks), "SLURM_NNODES": "1",
-            "SLURM_NODEID": "0", "SLURM_NODELIST": "127.0.0.1", "MASTER_ADDR": "127.0.0.1"}  # fmt: skip
+            "SLURM_NODEID": "0", "SLURM_NODELIST": "127.0.0.1", "MASTER_ADDR": "127.0.0.1"}
     children = [
         subprocess.Popen(
             command,

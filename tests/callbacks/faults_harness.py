@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 
 import torch
 
+from tests.ddp import child_environment, free_port
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def cli_args(processes: int, workers: int) -> list[str]:
         f"--data.num_workers={workers}", f"--trainer.max_epochs={EPOCHS}", "--trainer.check_val_every_n_epoch=1",
         "--trainer.log_every_n_steps=1", "--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false",
         "--trainer.enable_model_summary=false", "--trainer.deterministic=true",
-    ]  # fmt: skip
+    ]
 
 
 def signal_at(step: int, name: str, phase: str = "train", to: str = "self") -> str:
@@ -51,11 +51,6 @@ def signal_at(step: int, name: str, phase: str = "train", to: str = "self") -> s
     args = f'"step": {step}, "signal": "{name}", "phase": "{phase}", "to": "{to}", "stamp": "signal.txt"'
     return f'--trainer.callbacks+={{"class_path": "tests.cli.signals.SignalAt", "init_args": {{{args}}}}}'
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -90,18 +85,17 @@ def run(
         args += ["--trainer.devices=1"]
     command = [sys.executable, "-m", "ranklit.cli", *args]
     if launcher == "torchrun":
-        rendezvous = ["--master-addr", "127.0.0.1", "--master-port", str(_free_port())]
+        rendezvous = ["--master-addr", "127.0.0.1", "--master-port", str(free_port())]
         command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", *rendezvous,
-                   "-m", "ranklit.cli", *args]  # fmt: skip
+                   "-m", "ranklit.cli", *args]
     elif launcher == "srun":  # one SLURM job step of 2 tasks: give `env` the job's SLURM variables
         command = [sys.executable, str(REPOSITORY / "tests" / "callbacks" / "fake_srun.py"), "2", *command]
-        env = {"MASTER_PORT": str(_free_port())} | (env or {})
-    path = os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])
-    env = os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | (env or {})
+        env = {"MASTER_PORT": str(free_port())} | (env or {})
+    env = child_environment(**(env or {}))
     stamp = folder / "signal.txt"
     stamp.unlink(missing_ok=True)
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)  # fmt: skip
+                               text=True, start_new_session=True)
     if during is not None:
         threading.Thread(target=during, args=(process,), daemon=True).start()
     try:

@@ -28,7 +28,6 @@ import pytest
 import torch
 
 from tests.callbacks.faults_harness import (
-    REPOSITORY,
     RUN,
     STEPS_PER_EPOCH,
     assert_identical_run,
@@ -41,6 +40,7 @@ from tests.callbacks.faults_harness import (
     run,
     signal_at,
 )
+from tests.ddp import child_environment, scaled_timeout
 
 pytestmark = pytest.mark.timeout(1500)
 LONG = pytest.mark.long
@@ -76,7 +76,7 @@ SIGNALS = [
     ("torchrun", 0, "SIGTERM", "train", 3, "group"),
     ("torchrun", 0, "SIGTERM", "validation", 4, "group"),
     ("torchrun", 0, "SIGTERM", "train", 6, "1"),
-]  # fmt: skip
+]
 
 
 def _case_id(case: tuple) -> str:
@@ -123,7 +123,7 @@ def _kill_9(tmp_path: Path, launcher: str, workers: int, first: int = 3) -> tupl
     resumed_from = resume_step(tmp_path)
     assert resumed_from is not None and step - 1 - resumed_from <= 2  # completed steps lost
     _record(f"{launcher}-w{workers}-kill -9-train-step{step}", killed.returncode, killed.signal_to_exit, step,
-            resumed_from, step - 1 - resumed_from)  # fmt: skip
+            resumed_from, step - 1 - resumed_from)
     return step, resumed_from
 
 
@@ -220,11 +220,10 @@ def _test_command(folder: Path, checkpoint: Path, processes: int, *extra: str) -
     """``ranklit test`` of the tiny quick start's ``checkpoint`` in ``folder`` (8 images a batch: several batches)
     on ``processes`` processes (Lightning's launcher)."""
     args = ["test", *cli_args(processes, 0)[1:], f"--trainer.devices={processes}", "--data.eval_batch_size=8",
-            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]  # fmt: skip
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")]),
-                        "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
+            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]
+    env = child_environment()
     return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
-                          capture_output=True, timeout=300, start_new_session=True)  # fmt: skip
+                          capture_output=True, timeout=scaled_timeout(300), start_new_session=True)
 
 
 @pytest.mark.slow
@@ -232,7 +231,7 @@ def _test_command(folder: Path, checkpoint: Path, processes: int, *extra: str) -
     ("processes", "name", "to"),
     [(1, "SIGTERM", "self"), pytest.param(1, "SIGINT", "self", marks=LONG),
      pytest.param(2, "SIGTERM", "group", marks=LONG), pytest.param(2, "SIGTERM", "1", marks=LONG)],
-)  # fmt: skip
+)
 def test_signal_to_ranklit_test_claims_no_results(processes: int, name: str, to: str, references, tmp_path) -> None:
     """``ranklit test`` stopped by a signal in its first batch (to its process, to every process of a 2-process
     test, to one of them) exits with ``128 + n`` and logs and prints no metrics; the same command run to the end
@@ -267,7 +266,7 @@ def test_slurm_sigusr1_stops_saves_requeues_and_resumes(launcher: str, reference
     (bin_folder / "scontrol").chmod(0o755)
     slurm = {"SLURM_NTASKS": "1", "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "train", "SLURM_PROCID": "0",
              "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NODELIST": "localhost",
-             "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+             "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
     folder = tmp_path / "job"
     to = "self" if launcher == "single" else "group"
     stopped = run(folder, launcher, 0, signal_at(3, "SIGUSR1", to=to), "--resume=true", "--requeue=true", env=slurm)

@@ -48,7 +48,7 @@ class _Images(Dataset):
 def _fit(tmp_path: Path, model: L.LightningModule, data: Dataset, **options) -> L.Trainer:
     trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=tmp_path,
-                        callbacks=[FaultTolerance(tmp_path)], **options)  # fmt: skip
+                        callbacks=[FaultTolerance(tmp_path)], **options)
     trainer.fit(model, DataLoader(data, batch_size=2))
     return trainer
 

@@ -19,6 +19,7 @@ from ranklit.data import SyntheticHierarchy
 from ranklit.errors import UserError
 from ranklit.index import DescriptorShards, DescriptorWriter
 from tests.cli.test_cli import TINY
+from tests.ddp import scaled_timeout
 from tests.tiny import SMALL, synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -37,7 +38,8 @@ def _predict(folder: Path, *extra: str, devices: int = 1) -> subprocess.Complete
     env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     command = [sys.executable, "-m", "ranklit.cli", *args, *ddp, "--trainer.enable_progress_bar=false", *extra]
     return subprocess.run(
-        command, cwd=folder, capture_output=True, text=True, timeout=300, env=env, start_new_session=True
+        command, cwd=folder, capture_output=True, text=True, timeout=scaled_timeout(300), env=env,
+        start_new_session=True,
     )
 
 
@@ -105,7 +107,7 @@ def test_ddp_predict_then_smaller_one_process_predicts_never_mix(tmp_path: Path,
     1-process predict refused, one killed (SIGKILL) and one on a smaller set: what is read back is never mixed."""
     out, full = tmp_path / "out", len(SyntheticHierarchy(split="test", **SMALL))
     stopped = _predict(tmp_path, *synthetic_args(), "--predictions_path=out", _signal_at(2, "SIGTERM", "group"),
-                       devices=2)  # fmt: skip
+                       devices=2)
     assert stopped.returncode == 143, stopped.stderr[-3000:]
     manifests = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [m["complete"] for m in manifests] == [False, False] and manifests[0]["run"] == manifests[1]["run"]
@@ -121,7 +123,7 @@ def test_ddp_predict_then_smaller_one_process_predicts_never_mix(tmp_path: Path,
         main([*PREDICT, *synthetic_args(images_per_class=2), "--predictions_path=out"])
     assert refused.value.code == 2 and "already holds predictions" in capsys.readouterr().err
     killed = _predict(tmp_path, *synthetic_args(images_per_class=2), "--predictions_path=out", "--overwrite=true",
-                      _signal_at(2, "SIGKILL"))  # fmt: skip
+                      _signal_at(2, "SIGKILL"))
     assert killed.returncode == -signal.SIGKILL
     with pytest.raises(UserError, match="half-written prediction"):
         load_predictions(out)

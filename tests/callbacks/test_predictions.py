@@ -99,10 +99,10 @@ def _checkpoint(path: Path, net: EmbeddingNet) -> None:
     """A checkpoint whose hyper-parameters name its network (test_resnet), as a `ranklit fit` run saves them."""
     settings = {"backbone": "test_resnet", "pretrained": False, "embedding_dim": 0, "pooling": "gem"}
     hparams = {"net": {"class_path": "ranklit.models.EmbeddingNet", "init_args": settings},
-               "loss": {"class_path": "ranklit.losses.SoftBinAPLoss"}}  # fmt: skip
+               "loss": {"class_path": "ranklit.losses.SoftBinAPLoss"}}
     state = {f"net.{key}": value for key, value in net.state_dict().items()}
     torch.save({"state_dict": state, "hyper_parameters": hparams, "pytorch-lightning_version": lightning.__version__},
-               path)  # fmt: skip
+               path)
 
 
 def pd_row(path: Path) -> dict[str, float]:

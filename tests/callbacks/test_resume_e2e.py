@@ -61,7 +61,7 @@ def _fit(tmp_path: Path, options: dict[str, Any], stop: _Stop, ckpt_path: str | 
         max_epochs=EPOCHS, accelerator="cpu", deterministic=True, logger=False, enable_progress_bar=False,
         enable_model_summary=False, num_sanity_val_steps=0, use_distributed_sampler=False,
         default_root_dir=tmp_path, callbacks=[ResumableTraining(), FaultTolerance(tmp_path), stop],
-    )  # fmt: skip
+    )
     trainer.fit(model, **loaders, ckpt_path=ckpt_path)
     return trainer
 

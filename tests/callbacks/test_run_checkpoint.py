@@ -39,7 +39,7 @@ def _fit(tmp_path: Path, schedule: RunCheckpoint, epochs: int = 2) -> _Saves:
     saves = _Saves()
     trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=tmp_path,
-                        callbacks=[schedule, saves])  # fmt: skip
+                        callbacks=[schedule, saves])
     trainer.fit(_Model(), torch.utils.data.DataLoader(_Images(), batch_size=2))  # 8 steps an epoch
     return saves
 
@@ -98,7 +98,7 @@ def test_resume_takes_the_newest_checkpoint_that_loads_and_is_complete(tmp_path:
     point = latest_checkpoint(tmp_path)
     assert point.path == tmp_path / "last-1.ckpt" and point.checkpoint["global_step"] == 6
     assert [line.split(":")[0] for line in point.skipped] == [str(tmp_path / "last.ckpt"),
-                                                              str(tmp_path / "interrupted.ckpt")]  # fmt: skip
+                                                              str(tmp_path / "interrupted.ckpt")]
     assert "does not load" in point.skipped[0] and "incomplete (no optimizer_states" in point.skipped[1]
     (tmp_path / "last-1.ckpt").write_bytes(b"")
     assert latest_checkpoint(tmp_path).path == tmp_path / "last-2.ckpt"
@@ -149,7 +149,7 @@ class _CtrlC(Callback):
 def test_one_ctrl_c_saves_after_the_batch_a_second_one_saves_nothing(times: int, tmp_path: Path) -> None:
     trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=tmp_path,
-                        callbacks=[FaultTolerance(tmp_path), _CtrlC(times)])  # fmt: skip
+                        callbacks=[FaultTolerance(tmp_path), _CtrlC(times)])
     with pytest.raises(SystemExit):
         trainer.fit(_Model(), torch.utils.data.DataLoader(_Images(), batch_size=2))
     assert exit_code() == 130
@@ -175,7 +175,7 @@ def test_new_learning_rates_scale_the_restored_schedule(tmp_path: Path) -> None:
     def fit(lr: float, steps: int, resume: str | None, *extra: Callback) -> L.Trainer:
         trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_progress_bar=False,
                             enable_model_summary=False, default_root_dir=tmp_path,
-                            callbacks=[RunCheckpoint(tmp_path), *extra])  # fmt: skip
+                            callbacks=[RunCheckpoint(tmp_path), *extra])
         trainer.fit(_Scheduled(lr=lr), torch.utils.data.DataLoader(_Images(), batch_size=2), ckpt_path=resume)
         return trainer
 

@@ -78,7 +78,7 @@ def test_a_reused_pid_is_stale_and_a_live_holder_refuses_without_a_change(tmp_pa
 
 def _dead_pid() -> int:
     return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True).stdout)  # fmt: skip
+                              text=True).stdout)
 
 
 def test_a_fresh_takeover_file_of_a_killed_process_is_removed_at_once(tmp_path: Path, capfd) -> None:

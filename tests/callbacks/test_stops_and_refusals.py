@@ -30,7 +30,7 @@ OFF = "--trainer.enable_checkpointing=false"
     [("single", "SIGTERM", "self"), pytest.param("single", "SIGINT", "self", marks=LONG),
      pytest.param("single", "SIGUSR1", "self", marks=LONG), pytest.param("lightning", "SIGTERM", "group", marks=LONG),
      pytest.param("torchrun", "SIGTERM", "group", marks=LONG)],
-)  # fmt: skip
+)
 def test_checkpointing_off_a_signal_exits_128_plus_n(launcher: str, name: str, to: str, tmp_path: Path) -> None:
     """``--trainer.enable_checkpointing false``: a signal in step 3 stops the run after that batch (no later row) with
     exit code ``128 + n`` (Lightning's own handler ended it with 0 after 3 batches), writes no checkpoint, and a group

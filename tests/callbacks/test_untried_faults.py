@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.callbacks.faults_harness import (
-    REPOSITORY,
     RUN,
     assert_identical_run,
     assert_same_run,
@@ -27,6 +26,7 @@ from tests.callbacks.faults_harness import (
     run,
     signal_at,
 )
+from tests.ddp import child_environment, scaled_timeout
 
 pytestmark = [pytest.mark.long, pytest.mark.timeout(1500)]
 
@@ -34,11 +34,10 @@ pytestmark = [pytest.mark.long, pytest.mark.timeout(1500)]
 def _evaluate(command: str, folder: Path, checkpoint: Path, processes: int, *extra: str) -> subprocess.CompletedProcess:
     """``ranklit validate``/``test`` of ``checkpoint`` in ``folder`` (8 images a batch) on ``processes`` processes."""
     args = [command, *cli_args(processes, 0)[1:], f"--trainer.devices={processes}", "--data.eval_batch_size=8",
-            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]  # fmt: skip
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")]),
-                        "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
+            f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]
+    env = child_environment()
     return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
-                          capture_output=True, timeout=300, start_new_session=True)  # fmt: skip
+                          capture_output=True, timeout=scaled_timeout(300), start_new_session=True)
 
 
 def _logged(folder: Path, version: int, prefix: str) -> dict[str, float]:
@@ -98,7 +97,7 @@ def test_sighup_stops_resumably_with_129(references, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "then", "code"), [("resumed", [signal.SIGCONT], 0),
-                                                    ("terminated", [signal.SIGTERM, signal.SIGCONT], 143)])  # fmt: skip
+                                                    ("terminated", [signal.SIGTERM, signal.SIGCONT], 143)])
 def test_a_suspended_run(name: str, then: list[int], code: int, references, tmp_path: Path) -> None:
     """``SIGSTOP`` to the run's group in step 3 (a scheduler suspending the job), then ``SIGCONT`` (it finishes as the
     uninterrupted run, bit for bit) or ``SIGTERM`` and ``SIGCONT`` (a suspended job cancelled: exit 143, resumable)."""

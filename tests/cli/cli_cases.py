@@ -20,6 +20,7 @@ from pathlib import Path
 
 import ranklit.cli._app  # noqa: F401  (imported once, before the children fork: see the docstring)
 from ranklit.cli import main
+from tests.ddp import scaled_timeout
 
 
 def _child(args: list[str], stderr_path: str) -> None:
@@ -64,7 +65,7 @@ def drive(cases: list[list[str]], cwd: Path, *, scratch: Path | None = None, **e
     path = os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))
     driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cases_file)], cwd=cwd,
                             env={**os.environ, "PYTHONPATH": path, **env}, capture_output=True, text=True,
-                            timeout=600)  # fmt: skip
+                            timeout=scaled_timeout(600))
     assert driver.returncode == 0, driver.stderr[-3000:]
     return json.loads(driver.stdout.splitlines()[-1])
 

@@ -22,11 +22,12 @@ from PIL import Image
 
 from tests.cli.cli_cases import drive
 from tests.data.layouts import bomb, revisited
+from tests.ddp import scaled_timeout
 
 SMALL = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
          "--data.image_size=16", "--data.resize_size=16", "--data.crop_size=16", "--trainer.accelerator=cpu",
          "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--baseline_validation=false",
-         "--data.batch_sampler.init_args.p=2", "--data.batch_sampler.init_args.k=2"]  # fmt: skip
+         "--data.batch_sampler.init_args.p=2", "--data.batch_sampler.init_args.k=2"]
 
 
 def _folders(root: Path) -> None:
@@ -49,7 +50,7 @@ def _folders(root: Path) -> None:
     os.symlink("/nonexistent/x.jpg", root / "bad" / "c2" / "dangling.jpg")
     os.symlink("loop.jpg", root / "bad" / "c2" / "loop.jpg")
     (root / "p2k2.yaml").write_text("data:\n  batch_sampler:\n    class_path: ranklit.data.PKSampler\n"
-                                    "    init_args: {p: 2, k: 2}\n")  # fmt: skip
+                                    "    init_args: {p: 2, k: 2}\n")
     (root / "afile").write_text("not a folder")
 
 
@@ -60,7 +61,7 @@ def _revisited(root: Path) -> None:
     cut = root / "truncated" / "roxford5k" / "jpg" / "roxford5k_img_5.jpg"
     cut.write_bytes(cut.read_bytes()[:80])
     for name, change in (("escape", ("imlist", 3, "../../secret")), ("index", ("easy", 0, 6)),
-                         ("box", ("bbx", 1, [0.0, 0.0, 40.0, 5.0]))):  # fmt: skip
+                         ("box", ("bbx", 1, [0.0, 0.0, 40.0, 5.0]))):
         data = revisited(root / name / "roxford5k")
         key, position, value = change
         if key == "imlist":
@@ -114,7 +115,7 @@ def test_data_check_reads_every_split_of_every_config_and_names_every_bad_file(d
         [*csv, *(f"--data.{s}_dataset.init_args.csv_file=escape.csv" for s in ("train", "val"))],
         [*check, "--config", "folder.yaml", f"--data.root={data / 'afile'}"],
         [*check, f"--data.root={data / 'images'}"],
-    ], data)  # fmt: skip
+    ], data)
     folder, truncated, box, escape, index, excel, latin, outside, afile, no_config = results
 
     out = folder["stdout"]  # both configs merged: the second one's sampler; every bad file named and counted
@@ -158,7 +159,7 @@ def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
         ["fit", "--config", "quickstart.yaml", "--model.loss=ranklit.losses.base.RetrievalLoss"],
         ["fit", "--config", "folder.yaml", f"--data.root={data / 'images'}", "--trainer.accelerator=cpu",
          "--model.net.init_args.backbone=resnet10t"],
-    ], data, HF_HUB_OFFLINE="1", HF_HOME=str(data / "hf"))  # fmt: skip
+    ], data, HF_HUB_OFFLINE="1", HF_HOME=str(data / "hf"))
     assert time.monotonic() - started < 120
     assert "error: Could not decode image " in _one_error_line(worker) and "Re-extract or remove" in worker["stderr"]
     assert "DataLoader worker" not in worker["stderr"]
@@ -168,17 +169,17 @@ def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
     assert "RetrievalLoss does not implement `retrieval_loss`: it is a base class" in _one_error_line(abstract)
     line = _one_error_line(pretrained)
     assert "backbone 'resnet10t': pretrained weights could not be downloaded: set model.net.init_args.pretrained " \
-           "false or pre-download to the cache" in line and "HF_HUB_OFFLINE is set" in line  # fmt: skip
+           "false or pre-download to the cache" in line and "HF_HUB_OFFLINE is set" in line
     assert "Retrying" not in pretrained["stderr"]
 
 
 def test_ctrl_c_at_start_up_is_one_line_and_exit_130(tmp_path: Path) -> None:
     process = subprocess.Popen([sys.executable, "-m", "ranklit.cli", "data", "check", "--config", "folder.yaml"],
                                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path.cwd())},
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)  # importing the training stack takes several seconds
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=scaled_timeout(60))
     # 130, or death by SIGINT (-2), which a shell also reports as 130: seen once in 2 CI runs, the one line printed and
     # SystemExit(130) raised; most likely CPython's unhandled-interrupt flag, left set when the Ctrl-C fell inside code
     # it ran through PyRun_* during an import, makes it end itself with SIGINT

@@ -25,7 +25,7 @@ TRAIN = [
     "--data.batch_sampler.init_args.p=4", "--data.batch_sampler.init_args.k=2",
     "--data.batch_sampler.init_args.batches_per_epoch=2", "--trainer.max_epochs=1", "--trainer.accelerator=cpu",
     "--baseline_validation=false", "--trainer.enable_progress_bar=false",
-]  # fmt: skip
+]
 
 
 def _figures(run: Path) -> dict[str, float]:
@@ -52,12 +52,12 @@ def test_the_getting_started_commands_give_the_runs_own_figures(tmp_path: Path, 
     note = capsys.readouterr().err
     for change in ("data.crop_size: checkpoint 32, config 224", "data.resize_size: checkpoint 40, config 256",
                    "data.mean: checkpoint [0.5, 0.5, 0.5], config [0.485, 0.456, 0.406]",
-                   "model.net.init_args.backbone: checkpoint 'test_resnet', config 'resnet50'"):  # fmt: skip
+                   "model.net.init_args.backbone: checkpoint 'test_resnet', config 'resnet50'"):
         assert change in note, note
     own, documented = _figures(tmp_path / "runs/folder/version_1"), _figures(tmp_path / "runs/folder/version_2")
     assert documented == pytest.approx(own, abs=1e-6) and own["test/map_at_r"] > 0
     for config, folder in ((str(run / "config.yaml"), "own"), ("folder.yaml", "documented")):
         main(["predict", "--config", config, "--data.root", str(images), "--ckpt_path", ckpt,
-              "--predictions_path", str(tmp_path / folder)])  # fmt: skip
+              "--predictions_path", str(tmp_path / folder)])
     own_rows, documented_rows = load_predictions(tmp_path / "own"), load_predictions(tmp_path / "documented")
     torch.testing.assert_close(documented_rows["embeddings"], own_rows["embeddings"], atol=1e-6, rtol=0)

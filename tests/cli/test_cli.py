@@ -13,6 +13,7 @@ from ranklit.cli import main
 from ranklit.cli._config_files import config_dir
 from tests.cli.cli_cases import drive
 from tests.data import layouts
+from tests.ddp import scaled_timeout
 from tests.tiny import synthetic_args
 
 CONFIGS = sorted(config_dir().glob("*.yaml"))
@@ -47,7 +48,7 @@ def test_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_fit_help_is_short_and_quiet() -> None:
-    result = subprocess.run(["ranklit", "fit", "--help"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(["ranklit", "fit", "--help"], capture_output=True, text=True, timeout=scaled_timeout(120))
     assert result.returncode == 0, result.stderr
     assert "--config" in result.stdout and "--data.batch_sampler" in result.stdout
     assert "ranklit.data.ClassFolderDataset" in result.stdout  # every dataset is listed for the dataset options
@@ -96,7 +97,7 @@ def test_keys_of_an_older_config_are_refused_naming_the_new_ones(
     err = capsys.readouterr().err
     for key, new in [("data.dataset", "data.train_dataset"), ("data.batch_size", "data.batch_sampler"),
                      ("model.recall_at", "model.metric.init_args.recall_at"),
-                     ("model.multistage_chunk_size", "model.multistage.init_args.chunk_size")]:  # fmt: skip
+                     ("model.multistage_chunk_size", "model.multistage.init_args.chunk_size")]:
         assert f"`{key}` is now" in err and new in err
 
 
@@ -118,7 +119,7 @@ def test_top_level_optimizer_is_refused_with_the_key_to_use(capsys: pytest.Captu
 
 # What Lightning and ranklit print on stderr that is not a warning: the only lines a quiet quick start may show.
 INFO = ("Seed set to", "GPU available", "TPU available", "HPU available", "Restoring states from",
-        "Restored all states", "Loaded model weights", "`Trainer.fit` stopped", "Resuming ")  # fmt: skip
+        "Restored all states", "Loaded model weights", "`Trainer.fit` stopped", "Resuming ")
 
 
 def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path) -> None:
@@ -126,10 +127,10 @@ def test_quick_start_fit_resume_test_and_predict_print_no_warning(tmp_path: Path
     ``fit`` runs as the console script (import-time warnings included); resume, test and predict then run as their
     own processes forked after the import (tests/cli/cli_cases.py)."""
     quiet = [*TINY[:-1], *synthetic_args(), "--data.batch_sampler.init_args.p=4", "--trainer.limit_train_batches=2",
-             "--trainer.log_every_n_steps=1", "--trainer.enable_progress_bar=false"]  # fmt: skip
+             "--trainer.log_every_n_steps=1", "--trainer.enable_progress_bar=false"]
     run = tmp_path / "runs" / "quickstart" / "version_0"
     fit = ["ranklit", "fit", "--config", "quickstart.yaml", *quiet, "--trainer.max_epochs=1"]
-    first = subprocess.run(fit, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    first = subprocess.run(fit, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(600))
     shutil.copy(run / "config.yaml", tmp_path / "fit.yaml")  # the run's config, for test and predict
     checkpoint = f"--ckpt_path={run / 'checkpoints' / 'last.ckpt'}"
     later = [
@@ -194,7 +195,7 @@ def test_unknown_config_key_is_rejected(capsys: pytest.CaptureFixture[str]) -> N
 
 # Every user error: (name, command line, what stderr must say). `{root}` is the folder of the planted mistakes.
 CHEAP = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
-         "--trainer.accelerator=cpu", "--data.num_workers=0", "--trainer.logger=false"]  # fmt: skip
+         "--trainer.accelerator=cpu", "--data.num_workers=0", "--trainer.logger=false"]
 USER_ERRORS = [
     ("fit without config", ["fit"], "`ranklit fit` needs a config (`--config FILE`)"),
     ("test without config", ["test", "--ckpt_path", "{root}/run/checkpoints/last.ckpt"],
@@ -278,7 +279,7 @@ def test_every_csv_and_folder_mistake_is_named_at_once(user_error_runs: dict) ->
                  "query, gallery): line 14, line 15",
                  "1 listed files not found: line 17 (c/9.png)",
                  "1 files listed more than once (they would count as extra queries): line 16 (c/1.png), first at "
-                 "line 7 (c/1.png)"):  # fmt: skip
+                 "line 7 (c/1.png)"):
         assert part in csv_err, csv_err
     assert "e/deeper/0.png" in folder_err and "1 empty files (0 bytes)" in folder_err and "a/empty.png" in folder_err
     assert "skipped 2 file(s)" in folder_err and "._0.png" in folder_err  # the warning counting the skipped files

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.cli.cli_cases import drive
+from tests.ddp import scaled_timeout
 
 CHEAP = ["--model.net.init_args.backbone=test_resnet", "--trainer.accelerator=cpu", "--trainer.logger=false"]
 
@@ -55,7 +56,7 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     cases["data check transform"] = ["data", "check", "--config", "quickstart.yaml", "--config", str(check)]
     for name, (args, _) in OPTIONS.items():
         cases[name] = [name.split()[0] if name.startswith("test ") else "fit", "--config", "quickstart.yaml", *CHEAP,
-                       *args]  # fmt: skip
+                       *args]
     return root, dict(zip(cases, drive(list(cases.values()), root), strict=True))
 
 
@@ -91,13 +92,13 @@ def test_the_command_exits_2_leaving_nothing_in_the_temporary_folder(tmp_path: P
     temporary.mkdir()
     (tmp_path / "evil.yaml").write_text(yaml.safe_dump(_hostile("model.optimizer", marker)))
     wandb = ["--trainer.logger=lightning.pytorch.loggers.WandbLogger", "--trainer.logger.offline=true",
-             f"--trainer.logger.save_dir={tmp_path}"]  # fmt: skip
+             f"--trainer.logger.save_dir={tmp_path}"]
     args = ["fit", "--config", "quickstart.yaml", "--config", "evil.yaml", *CHEAP[:-1], *wandb]
     env = {**os.environ, "TMPDIR": str(temporary), "WANDB_MODE": "offline",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                       os.environ.get("PYTHONPATH")]))}  # fmt: skip
+                                                       os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-m", "ranklit.cli", *args], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=600)  # fmt: skip
+                            text=True, timeout=scaled_timeout(600))
     assert result.returncode == 2 and "`model.optimizer: os.system`" in result.stderr, result.stderr[-2000:]
     assert not marker.exists()
     left = [p.name for p in temporary.iterdir() if not p.name.startswith("torchinductor")]

@@ -95,7 +95,7 @@ def _synthetic(data: dict[str, Any]) -> list[str]:
     levels = data["train_dataset"]["init_args"].get("levels", 2)
     options = {**SMALL, "levels": levels, "images_per_class": 4}
     return [f"--data.{name}.init_args.{key}={value}" for name in DATASETS if data.get(name) for key, value in
-            options.items()]  # fmt: skip
+            options.items()]
 
 
 @pytest.mark.parametrize("config", EVALUATIONS, ids=lambda p: p.name)

@@ -13,6 +13,7 @@ import yaml
 
 from ranklit.cli import main
 from ranklit.functional import HAPOptions, SupAPOptions
+from tests.ddp import scaled_timeout
 
 
 def test_happier_lists_every_hap_option_and_refuses_a_misspelt_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,8 +58,8 @@ def test_the_reducer_is_listed_and_a_bad_one_is_one_line_and_exit_2(
     command = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml"]
     result = subprocess.run(
         [*command, "--model.loss.init_args.reducer=median", f"--trainer.default_root_dir={tmp_path}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(300),
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "error: `reducer` must be one of ('mean', 'class_balanced', 'active', 'none') or a "

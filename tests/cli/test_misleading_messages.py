@@ -15,7 +15,7 @@ from ranklit.errors import UserError
 
 def test_a_class_named_by_its_old_path_is_one_line_with_the_new_path(tmp_path: Path, capsys) -> None:
     old = {"trainer": {"callbacks": [{"class_path": "ranklit.models.RankingGridLogger",
-                                      "init_args": {"num_queries": 4}}]}}  # fmt: skip
+                                      "init_args": {"num_queries": 4}}]}}
     (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
     with pytest.raises(SystemExit) as stop:
         main(["fit", "--config", "quickstart.yaml", "--config", str(tmp_path / "old.yaml"), "--print_config"])

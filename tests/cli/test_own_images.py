@@ -134,9 +134,9 @@ def test_data_check_shows_the_hierarchy_checks_it_is_a_tree_and_flags_identical_
     assert "val (split 'test'): 16 images, 4 classes" in out
     assert "label hierarchy: 2 levels, 4 / 3 classes (finest to coarsest)" in out, out  # train: coarse 0, 1, 3
     assert re.search(r"PROBLEM: `train labels` is not a consistent hierarchy: label \d+ at column 0 has 2 different "
-                     r"parents", out), out  # fmt: skip
+                     r"parents", out), out
     assert re.search(r"PROBLEM: 1 files of identical content with different labels: .*c0/0\.png \(label fine0\) = "
-                     r".*c2/dup\.png \(label fine2\)", out), out  # fmt: skip
+                     r".*c2/dup\.png \(label fine2\)", out), out
 
 def test_folder_config_epoch_is_one_pass_over_the_training_images(tmp_path: Path, monkeypatch) -> None:
     """10 classes of 12 images, 5 of them training: batches of 5 x 4 (p lowered to the 5 classes), so one pass over
@@ -150,7 +150,7 @@ def test_folder_config_epoch_is_one_pass_over_the_training_images(tmp_path: Path
     small = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
              "--data.image_size=16", "--data.resize_size=16", "--data.crop_size=16", "--data.num_workers=0",
              "--trainer.accelerator=cpu", "--trainer.max_epochs=1", "--baseline_validation=false",
-             "--trainer.enable_progress_bar=false", "--trainer.limit_val_batches=0"]  # fmt: skip
+             "--trainer.enable_progress_bar=false", "--trainer.limit_val_batches=0"]
     with pytest.warns(UserWarning, match="5 classes with usable images, fewer than p=16"):
         main(["fit", "--config", "folder.yaml", f"--data.root={images}", *small])
     checkpoint = torch.load(next((tmp_path / "runs").rglob("last.ckpt")), weights_only=False)

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.ddp import scaled_timeout
+
 
 @pytest.mark.slow
 def test_quick_start_val_map_at_r_rises_by_a_robust_margin_in_its_first_two_epochs(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml", "--trainer.max_epochs=2",
-               "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]  # fmt: skip
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+               "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(600))
     assert result.returncode == 0, result.stderr[-3000:]
     (metrics,) = tmp_path.glob("runs/quickstart/version_0/metrics.csv")
     with metrics.open() as rows:

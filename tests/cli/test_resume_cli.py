@@ -20,6 +20,7 @@ import torch
 
 from ranklit.cli import main
 from tests.cli.test_cli import TINY
+from tests.ddp import scaled_timeout
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -28,13 +29,13 @@ QUICK = [
     "--data.batch_sampler.init_args.batches_per_epoch=4", "--trainer.max_epochs=2",
     "--trainer.check_val_every_n_epoch=1", "--trainer.log_every_n_steps=1", "--trainer.enable_progress_bar=false",
     "--trainer.enable_model_summary=false",
-]  # fmt: skip
+]
 
 
 def _fit(folder: Path, *extra: str) -> subprocess.CompletedProcess:
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "ranklit.cli", *QUICK, *extra]
-    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=scaled_timeout(300))
 
 
 def _signal_at(step: int, name: str) -> str:
@@ -77,7 +78,7 @@ def test_interrupted_quick_start_resumes_into_the_uninterrupted_run(tmp_path: Pa
     assert got_optimizer["param_groups"] == want_optimizer["param_groups"]
     torch.testing.assert_close(got_optimizer["state"], want_optimizer["state"], rtol=0, atol=1e-6)
     final = [{k: float(v) for k, v in r.items() if k.startswith("val/") and v} for r in (expected, actual)
-             for r in [[row for row in r if row.get("val/map")][-1]]]  # fmt: skip
+             for r in [[row for row in r if row.get("val/map")][-1]]]
     assert final[0].keys() == final[1].keys() and len(final[0]) > 5
     for key in final[0]:
         assert final[1][key] == pytest.approx(final[0][key], abs=1e-6), key
@@ -97,7 +98,7 @@ def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Pat
     short = [
         "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
         "--trainer.limit_val_batches=1",
-    ]  # fmt: skip
+    ]
     main([*QUICK, *short, "--trainer.max_epochs=1", "--model.head_lr=0.0001"])
     with pytest.raises(SystemExit) as exit_info:
         main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true"])
@@ -105,7 +106,7 @@ def test_changed_model_setting_on_resume_is_refused_naming_the_key(tmp_path: Pat
     assert "model.head_lr: checkpoint 0.0001, config 0.001" in capsys.readouterr().err.splitlines()[-1]
     # the explicit way: the new rate named in --resume_new_rates replaces the checkpoint's from the next step
     main([*QUICK, *short, "--trainer.max_epochs=2", "--model.head_lr=0.001", "--resume=true",
-          "--resume_new_rates=[model.head_lr]"])  # fmt: skip
+          "--resume_new_rates=[model.head_lr]"])
     groups = _checkpoint(tmp_path)["optimizer_states"][0]["param_groups"]
     assert _checkpoint(tmp_path)["global_step"] == 2
     assert 0.001 in [g["lr"] for g in groups] and 0.0001 not in [g["lr"] for g in groups]
@@ -117,7 +118,7 @@ def test_one_run_one_folder_one_writer(tmp_path: Path, monkeypatch, capsys) -> N
     one, changing nothing."""
     monkeypatch.chdir(tmp_path)
     short = [*QUICK, "--data.batch_sampler.init_args.batches_per_epoch=1", "--baseline_validation=false",
-             "--trainer.limit_val_batches=1"]  # fmt: skip
+             "--trainer.limit_val_batches=1"]
     runs = tmp_path / "runs/quickstart"
     main([*short, "--trainer.max_epochs=1"])
     main(["test", *short[1:], f"--ckpt_path={runs / 'version_0/checkpoints/last.ckpt'}"])

@@ -39,7 +39,7 @@ def test_requeue_with_checkpointing_off_is_refused_and_leaves_nothing(tmp_path: 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as refused:
         main([*cli_args(1, 0), "--trainer.devices=1", "--trainer.max_steps=1", "--resume=true", "--requeue=true",
-              "--trainer.enable_checkpointing=false"])  # fmt: skip
+              "--trainer.enable_checkpointing=false"])
     err = capsys.readouterr().err
     assert refused.value.code == 2 and "error: `--requeue true` needs the run's checkpoints" in err, err
     assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ import pytest
 
 from ranklit.cli import main
 from ranklit.cli._dispatch import RUN_OPTIONS
+from tests.ddp import scaled_timeout
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = {"lightning", "pytorch_lightning", "timm", "wandb", "matplotlib", "scipy", "torchvision", "jsonargparse"}
@@ -29,12 +30,12 @@ runpy.run_module("ranklit.cli", run_name="__main__")
 def _ranklit(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     out = tmp_path / "modules.json"
     command = [sys.executable, "-c", _WRAPPER, str(out), *args]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(120))
     return run, set(json.loads(out.read_text()))
 
 
 EVERY_COMMAND = ["fit", "validate", "test", "predict", "configs", "data check", "data prepare", "export", "index",
-                 "search"]  # fmt: skip
+                 "search"]
 
 
 def test_help_and_mistakes_answer_without_the_training_stack(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def _importers(importtime: str, package: str) -> list[list[str]]:
 
 def test_the_lean_core_imports_no_lightning() -> None:
     command = [sys.executable, "-X", "importtime", "-c", "import ranklit.losses, ranklit.metrics"]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(120))
     assert run.returncode == 0
     for package in ("lightning", "pytorch_lightning", "timm", "wandb", "jsonargparse"):
         assert not _importers(run.stderr, package), package

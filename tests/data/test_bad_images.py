@@ -26,7 +26,7 @@ def test_a_decompression_bomb_is_a_user_error_naming_the_file_and_its_pixels(tmp
     bomb(tmp_path / "big.png")
     with pytest.raises(UserError, match=r"big\.png: 900000000 pixels, more than the \d+ Pillow decodes \(a possible "
                                         r"decompression bomb\); downscale the file, or, in a training set, set "
-                                        r"`data.on_bad_image: skip`"):  # fmt: skip
+                                        r"`data.on_bad_image: skip`"):
         load_image(tmp_path / "big.png")
 
 

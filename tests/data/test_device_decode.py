@@ -105,7 +105,7 @@ def _folder(root: Path, bad: dict[str, tuple[Image.Image, str, dict] | bytes]) -
 def _batch(root: Path, on_device: bool, on_bad_image: str = "stop") -> dict[str, torch.Tensor]:
     dataset = ClassFolderDataset(root)
     module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=2, k=3, seed=1), image_size=32,
-                                 decode_on_device=on_device, on_bad_image=on_bad_image)  # fmt: skip
+                                 decode_on_device=on_device, on_bad_image=on_bad_image)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return module.on_after_batch_transfer(next(iter(module.train_dataloader())), 0)
@@ -165,7 +165,7 @@ def test_a_jpeg_the_decoder_rejects_takes_the_cpu_route_or_raises_its_error(file
     assert torch.equal(decode_encoded(batch["encoded"], batch["image"].clone()), expected)
     encoded = batch["encoded"]
     gone = EncodedImages(encoded.positions, encoded.data, encoded.offsets, [encoded.paths[0], "/missing/odd.jpg"],
-                         encoded.orientations, encoded.geometries)  # fmt: skip
+                         encoded.orientations, encoded.geometries)
     with pytest.raises(FileNotFoundError, match=r"Image file not found: /missing/odd\.jpg"):
         decode_encoded(gone, batch["image"].clone())
 
@@ -191,7 +191,7 @@ def test_a_missing_or_disagreeing_decoder_keeps_the_cpu_path(tmp_path, monkeypat
     assert device_decoder(torch.device("cpu")) is None
     root = _folder(tmp_path, {})
     module = RetrievalDataModule(ClassFolderDataset(root), batch_sampler=partial(PKSampler, p=2, k=3),
-                                 image_size=32, decode_on_device=True)  # fmt: skip
+                                 image_size=32, decode_on_device=True)
     with pytest.warns(UserWarning, match=r"`data.decode_on_device`: no JPEG decoder on cpu decodes as Pillow"):
         loader = module.train_dataloader()
     assert "encoded" not in next(iter(loader)) and not module.train_dataset.transform.encode
@@ -217,7 +217,7 @@ def test_a_seeded_item_is_the_same_crop_in_any_process_through_the_datamodule(tm
     root = _folder(tmp_path, {})
     dataset = ClassFolderDataset(root)
     module = RetrievalDataModule(dataset, batch_sampler=partial(PKSampler, p=2, k=3), image_size=32,
-                                 decode_on_device=True)  # fmt: skip
+                                 decode_on_device=True)
     loader = module.train_dataloader()
     batch = loader.collate_fn([dataset[SeededIndex(i, 77 + i)] for i in range(4)])
     assert isinstance(batch["encoded"], EncodedImages) and len(batch["encoded"]) == 4

@@ -42,19 +42,19 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fit(root: Path, folder: Path, on_device: bool, stop: _Stop, ckpt_path: str | None, seed: int,
-        accelerator: str = "cpu") -> L.Trainer:  # fmt: skip
+        accelerator: str = "cpu") -> L.Trainer:
     """Two epochs of 3 batches of 2 x 2 from the folder ``root``, resumable (also ``tests/test_gpu.py``'s)."""
     L.seed_everything(seed)
     datamodule = RetrievalDataModule(
         ClassFolderDataset(root), ClassFolderDataset(root), image_size=32, resize_size=36, crop_size=32,
         batch_sampler=partial(PKSampler, p=2, k=2, seed=3, batches_per_epoch=BATCHES), decode_on_device=on_device,
-    )  # fmt: skip
+    )
     model = RetrievalModule(EmbeddingNet("test_resnet", embedding_dim=8, pretrained=False), ROADMAPLoss())
     trainer = L.Trainer(
         max_epochs=EPOCHS, accelerator=accelerator, devices=1, deterministic=True, logger=False,
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, use_distributed_sampler=False,
         default_root_dir=folder, callbacks=[ResumableTraining(), FaultTolerance(folder), stop],
-    )  # fmt: skip
+    )
     trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path)
     assert datamodule.train_dataset.transform.encode is on_device
     return trainer
@@ -78,6 +78,6 @@ def test_decoding_on_the_device_trains_the_same_weights_and_resumes_exactly(root
     with pytest.raises(SystemExit):
         fit(root, tmp_path / "run", True, _Stop(4, "sigterm", seen), None, seed=0)
     resumed = fit(root, tmp_path / "run", True, _Stop(None, "", seen), str(tmp_path / "run" / "interrupted.ckpt"),
-                   seed=100)  # another global seed: restored  # fmt: skip
+                   seed=100)  # another global seed: restored
     assert resumed.global_step == EPOCHS * BATCHES and seen == reference_batches
     assert_same(_state(resumed), workers)

@@ -23,7 +23,7 @@ def _attach(datamodule: Any, device: str) -> None:
 
 @pytest.mark.parametrize(("device", "pin_memory", "expected"), [
     ("cuda", None, True), ("cpu", None, False), (None, None, False), ("cuda", False, False), ("cpu", True, True),
-])  # fmt: skip
+])
 def test_memory_is_pinned_when_the_trainer_runs_on_cuda_unless_told(device, pin_memory, expected) -> None:
     datamodule = tiny_datamodule(pin_memory=pin_memory)
     if device is not None:

@@ -33,7 +33,7 @@ def _module(root: Path, on_device: bool) -> RetrievalDataModule:
     return RetrievalDataModule(ClassFolderDataset(root), ClassFolderDataset(root),
                                batch_sampler=partial(PKSampler, p=2, k=2, seed=5), image_size=64, resize_size=72,
                                crop_size=64, eval_batch_size=5, mean=MEAN, std=STD,
-                               normalize_on_device=on_device)  # fmt: skip
+                               normalize_on_device=on_device)
 
 
 def test_uint8_batches_normalised_after_the_transfer_equal_the_loaders_float_batches(root: Path) -> None:

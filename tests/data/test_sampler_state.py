@@ -100,7 +100,7 @@ def test_set_epoch_keeps_the_position_of_its_epoch_only() -> None:
     ("change", "match"),
     [({"seed": 6}, "seed=6"), ({"world_size": 2}, "world_size=2"), ({"num_batches": 3}, "num_batches=3"),
      ({"batches": -1}, "negative"), ({"epoch": None}, "lacks")],
-)  # fmt: skip
+)
 def test_mismatched_state_is_rejected(change: dict, match: str) -> None:
     sampler = FACTORIES["pk"](rank=0, world_size=1)
     state = {k: v for k, v in (sampler.state_dict() | change).items() if v is not None}

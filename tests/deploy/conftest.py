@@ -33,7 +33,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         "--model.net.init_args.backbone=test_resnet", "--model.net.init_args.embedding_dim=16",
         "--trainer.max_epochs=1", "--data.batch_sampler.init_args.batches_per_epoch=2", "--baseline_validation=false",
         "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", "--trainer.accelerator=cpu",
-    ])  # fmt: skip
+    ])
     folder = root / "quickstart" / "version_0"
     return Run(folder / "config.yaml", folder / "checkpoints" / "last.ckpt")
 

@@ -113,7 +113,7 @@ def test_deploy_mistakes_are_one_line_with_exit_2_and_search_excludes_the_query_
     }
     own = _gallery_files(images)[3]
     searches = [["search", "--index", str(index), "--query", str(own), "--k", "3", *extra]
-                for extra in ([], ["--no-exclude_self"])]  # fmt: skip
+                for extra in ([], ["--no-exclude_self"])]
     commands = [args for args, _ in cases.values()] + searches
     *results, excluded, kept = drive(commands, Path(__file__).resolve().parents[2], scratch=tmp_path)
     assert excluded["returncode"] == 0 and kept["returncode"] == 0, (excluded["stderr"], kept["stderr"])

@@ -37,7 +37,7 @@ def exported(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     files = {"onnx": folder / "model.onnx", "torchscript": folder / "model.pt"}
     for fmt, output in files.items():
         main(["export", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--format", fmt, "--output",
-              str(output)])  # fmt: skip
+              str(output)])
     return files
 
 
@@ -55,7 +55,7 @@ def test_export_equals_the_checkpoints_network(fmt: str, run: Run, exported: dic
     card = json.loads(Path(f"{output}.json").read_text())
     config = yaml.safe_load(run.config.read_text())
     assert card["input"] == {"name": "images", "channels": 3, "height": 32, "width": 32, "layout": "NCHW",
-                             "dtype": "float32"}  # fmt: skip
+                             "dtype": "float32"}
     assert (card["preprocessing"]["resize_size"], card["preprocessing"]["crop_size"]) == (32, 32)  # quickstart.yaml
     assert card["preprocessing"]["mean"] == pytest.approx([0.485, 0.456, 0.406])
     assert card["output"] == {"name": "embeddings", "embedding_dim": 16, "l2_normalised": True}
@@ -116,14 +116,14 @@ def _image_kinds(folder: Path) -> list[Path]:
 
 
 def test_the_docs_onnxruntime_server_gives_ranklit_index_embeddings(run: Run, exported: dict[str, Path],
-                                                                    tmp_path: Path) -> None:  # fmt: skip
+                                                                    tmp_path: Path) -> None:
     """The serving snippet of docs/deploy.md, run as written (file names replaced), equals `ranklit index`."""
     pytest.importorskip("onnxruntime")
     page = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
     snippet = re.search(r"### Serving.*?```python\n(.*?)```", page, flags=re.S).group(1)  # type: ignore[union-attr]
     names = [str(path) for path in _image_kinds(tmp_path / "images")]
     main(["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(tmp_path / "images"),
-          "--output", str(tmp_path / "index"), "--no-progress", "--accelerator", "cpu"])  # fmt: skip
+          "--output", str(tmp_path / "index"), "--no-progress", "--accelerator", "cpu"])
     shards = DescriptorShards(tmp_path / "index" / "descriptors")
     indexed = torch.empty(len(names), shards.dim)
     indexed[shards.index] = shards.tensor()
@@ -147,5 +147,5 @@ def test_the_preprocessing_file_needs_numpy_and_pillow_only(exported: dict[str, 
     blocked = "import sys; sys.modules.update(dict.fromkeys(['torch', 'ranklit', 'torchvision'], None)); "
     code = blocked + "import ranklit_preprocess as p; print(len(p.RECIPE))"
     probe = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": ""})  # fmt: skip
+                           env={**os.environ, "PYTHONPATH": ""})
     assert probe.returncode == 0 and probe.stdout.strip() == "5", probe.stderr[-2000:]

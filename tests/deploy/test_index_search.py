@@ -20,6 +20,7 @@ from ranklit.errors import UserError
 from ranklit.index import DescriptorShards
 from ranklit.landmarks import learn_whitening
 from ranklit.landmarks.postprocess import AlphaQueryExpansion, DatabaseAugmentation, LearntWhitening, apply_postprocess
+from tests.ddp import scaled_timeout
 
 from .conftest import Images, Run
 
@@ -30,8 +31,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPOSITORY)})  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True,
+                          timeout=scaled_timeout(300),
+                          env={**os.environ, "PYTHONPATH": str(REPOSITORY)})
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +46,11 @@ def index(run: Run, images: Images, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.mark.slow  # two commands, each a fresh Python with torch and Lightning
 def test_command_line_index_and_search_find_each_duplicate_first(run: Run, images: Images, tmp_path: Path) -> None:
     built = _cli("index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
-                 "--output", str(tmp_path / "index"), "--batch_size", "8", "--no-progress")  # fmt: skip
+                 "--output", str(tmp_path / "index"), "--batch_size", "8", "--no-progress")
     assert built.returncode == 0, built.stderr[-3000:]
     assert "indexed 24 images" in built.stdout
     found = _cli("search", "--index", str(tmp_path / "index"), "--query", str(images.queries), "--k", str(K),
-                 "--json", "--output", str(tmp_path / "grid.png"))  # fmt: skip
+                 "--json", "--output", str(tmp_path / "grid.png"))
     assert found.returncode == 0, found.stderr[-3000:]
     results = json.loads(found.stdout)
     assert sorted(Path(r["query"]).name for r in results) == sorted(images.originals)
@@ -79,7 +81,7 @@ def test_exact_search_equals_brute_force_over_the_checkpoints_embeddings(run: Ru
         net = run.net()
         gallery = net(torch.stack([transform(Image.open(p).convert("RGB")) for p in retriever.paths]))
         queries = net(torch.stack([transform(Image.open(images.queries / n).convert("RGB"))
-                                   for n in sorted(images.originals)]))  # fmt: skip
+                                   for n in sorted(images.originals)]))
     scores, rows = (queries @ gallery.T).topk(K, dim=1)
     hits = retriever.search(queries, k=K)
     assert [[h.path for h in found] for found in hits] == [[retriever.paths[r] for r in row] for row in rows.tolist()]
@@ -93,18 +95,18 @@ def test_post_processing_equals_the_landmark_pipeline_on_the_gallery_in_memory(i
     gallery = torch.cat([plain.embed([p]) for p in plain.paths])
     queries = plain.embed([images.queries / n for n in sorted(images.originals)])
     steps = [LearntWhitening(whitening=learn_whitening(gallery, power=0.5)), DatabaseAugmentation(k=3),
-             AlphaQueryExpansion(k=3)]  # fmt: skip
+             AlphaQueryExpansion(k=3)]
     q, g = apply_postprocess(steps, queries, gallery)
     scores, rows = (q @ g.T).topk(K, dim=1)
     processed = Retriever.from_index(index, postprocess=[LearntWhitening(power=0.5), DatabaseAugmentation(k=3),
-                                                         AlphaQueryExpansion(k=3)])  # fmt: skip
+                                                         AlphaQueryExpansion(k=3)])
     hits = processed.search(queries, k=K)
     assert [[h.path for h in found] for found in hits] == [[plain.paths[r] for r in row] for row in rows.tolist()]
     torch.testing.assert_close(torch.tensor([[h.score for h in found] for found in hits]), scores, atol=1e-4, rtol=0)
 
 
 def test_an_interrupted_build_resumes_from_its_last_complete_block(run: Run, images: Images, tmp_path: Path,
-                                                                   index: Path) -> None:  # fmt: skip
+                                                                   index: Path) -> None:
     model = load_model(run.config, run.ckpt)
     folder = tmp_path / "index"
     build_index(model, images.gallery, folder, block_rows=10, progress=False)
@@ -134,7 +136,7 @@ def test_descriptors_of_another_size_are_refused(index: Path) -> None:
 def test_two_processes_index_the_same_descriptors(run: Run, images: Images, index: Path, tmp_path: Path) -> None:
     built = _cli("index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
                  "--output", str(tmp_path / "index"), "--devices", "2", "--accelerator", "cpu", "--block_rows", "10",
-                 "--no-progress")  # fmt: skip
+                 "--no-progress")
     assert built.returncode == 0, built.stderr[-3000:]
     assert len(list((tmp_path / "index" / "descriptors").glob("block*-rank1.json"))) == 3  # both ranks wrote blocks
     one, two = DescriptorShards(index / "descriptors"), DescriptorShards(tmp_path / "index" / "descriptors")

@@ -15,6 +15,7 @@ from ranklit.deploy import build_index, load_model
 from ranklit.deploy._faiss_backend import build_faiss_index, factory_string, faiss_search, recall_at_k
 from ranklit.index import TensorDescriptors, top_k
 from tests.cli.cli_cases import drive
+from tests.ddp import scaled_timeout
 
 from .conftest import Images, Run
 
@@ -73,8 +74,10 @@ def test_mistakes_exit_2_with_one_line(run: Run, images: Images, tmp_path: Path)
 def test_command_line_faiss_index_reports_its_recall_and_searches(run: Run, images: Images, tmp_path: Path) -> None:
     args = ["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
             "--output", str(tmp_path / "index"), "--backend", "flat", "--evaluate", "--evaluate_k", "3",
-            "--no-progress"]  # fmt: skip
-    built = subprocess.run([sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True, timeout=300)
+            "--no-progress"]
+    built = subprocess.run(
+        [sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True, timeout=scaled_timeout(300)
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     assert "recall@3 of Flat (nprobe 16) vs exact search: 1.0000 over 24 queries" in built.stdout, built.stdout
     card = json.loads((tmp_path / "index" / "index.json").read_text())
@@ -97,7 +100,7 @@ def test_faiss_backends_recall_against_the_exact_search(backend: str, least: flo
     queries = gallery[:200] + 0.05 * torch.randn(200, 32, generator=generator)
     exact = top_k(queries, gallery, 10)[1]
     structure = build_faiss_index(TensorDescriptors(gallery), factory_string(backend, 32, 2000, m=8 if backend == "pq"
-                                  else None))  # fmt: skip
+                                  else None))
     recall = recall_at_k(faiss_search(structure, queries, 10, nprobe=8)[1], exact)
     assert least <= recall <= 1.0, recall
     if backend == "pq":

@@ -21,6 +21,7 @@ from ranklit.cli import main
 from ranklit.deploy import Retriever
 from ranklit.training import stops
 from tests.cli.test_cli import TINY
+from tests.ddp import scaled_timeout
 from tests.tiny import synthetic_args
 
 from .conftest import Images, Run
@@ -47,7 +48,7 @@ def live_lock_of(tmp_path: Path) -> Iterator[Callable[[Path], int]]:
 
 def _index_args(run: Run, images: Images, output: Path) -> list[str]:
     return ["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
-            "--output", str(output), "--batch_size", "8", "--block_rows", "10", "--no-progress"]  # fmt: skip
+            "--output", str(output), "--batch_size", "8", "--block_rows", "10", "--no-progress"]
 
 
 def test_index_stopped_by_sigterm_names_index_s_own_rerun(run: Run, images: Images, tmp_path: Path, capsys) -> None:
@@ -83,7 +84,7 @@ def test_a_second_predict_into_a_folder_being_written_is_refused(tmp_path, capsy
     pid = live_lock_of(tmp_path / "out")
     with pytest.raises(SystemExit) as refused:
         main(["predict", "--config", "quickstart.yaml", *TINY, *synthetic_args(images_per_class=2),
-              "--predictions_path=out"])  # fmt: skip
+              "--predictions_path=out"])
     err = capsys.readouterr().err
     assert refused.value.code == 2 and err.strip().splitlines()[-1].startswith("error: out is being written by"), err
     assert f"process {pid}" in err and "`ranklit predict`" in err
@@ -99,7 +100,7 @@ def test_two_indexes_launched_together_into_one_output(run: Run, images: Images,
     command = [sys.executable, "-m", "ranklit.cli", *_index_args(run, images, output)]
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: subprocess.run(command, capture_output=True, text=True, env=env,
-                                                         timeout=600), range(2)))  # fmt: skip
+                                                         timeout=scaled_timeout(600)), range(2)))
     codes = sorted(r.returncode for r in results)
     assert codes in ([0, 0], [0, 2]), [r.stderr[-2000:] for r in results]
     for refused in (r for r in results if r.returncode == 2):

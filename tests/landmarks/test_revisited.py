@@ -165,7 +165,7 @@ def test_official_protocol_with_and_without_alpha_qe(expansion: AlphaQueryExpans
     expected = official_revisited(queries.numpy(), gallery.numpy(), gnd, (1, 5, 10))
     assert {k: v for k, v in got.items() if k != "num_queries"} == pytest.approx(expected, rel=1e-12, abs=1e-12)
     assert set(expected) == {f"{m}_{p}" for p in ("easy", "medium", "hard") for m in ("map", "mp_at_1", "mp_at_5",
-                                                                                        "mp_at_10")}  # fmt: skip
+                                                                                        "mp_at_10")}
 
 
 def test_revisited_map_streams_a_gallery_on_disk(tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ def test_revisited_metrics_reorder_items_drop_padding_repeats_and_post_process()
     queries, gallery = AlphaQueryExpansion(k=4)(whiten(descriptors[:8]), whiten(descriptors[8:48]))
     expected = official_revisited(queries.numpy(), gallery.numpy(), gnd, (1, 5))
     assert got == pytest.approx({f"toy/{p}/{k}": expected[f"{k}_{p}"] for p in ("easy", "medium", "hard")
-                                 for k in ("map", "mp_at_1", "mp_at_5")}, abs=1e-9)  # fmt: skip
+                                 for k in ("map", "mp_at_1", "mp_at_5")}, abs=1e-9)
     metric.reset()
     metric.update(descriptors[:50], torch.arange(50))
     with pytest.raises(ValueError, match="28 of the test set's items were not embedded"):

@@ -42,7 +42,7 @@ def test_flat_labels_refs_ignored_and_dtype() -> None:
     assert flat.dtype == torch.float32
     torch.testing.assert_close(loss_fn(emb.float(), labels), flat)
     refs = {"ref_embeddings": emb.float()[:3], "ref_labels": labels[:3], "ids": torch.arange(9),
-            "ref_ids": torch.arange(3)}  # fmt: skip
+            "ref_ids": torch.arange(3)}
     torch.testing.assert_close(loss_fn(emb.float(), labels, **refs), flat)
     assert [n for n, _ in loss_fn.named_parameters()] == ["proxies"]
 

@@ -208,5 +208,5 @@ def test_perfect_separation_and_lone_queries() -> None:
     ids = torch.arange(18)
     refs = {"ref_embeddings": emb, "ref_labels": labels, "ref_ids": ids}
     with_lone = HAPLoss()(torch.cat([bad, lone]), torch.cat([labels, torch.tensor([[99, 99]])]),
-                          ids=torch.arange(19), **refs)  # fmt: skip
+                          ids=torch.arange(19), **refs)
     torch.testing.assert_close(with_lone, HAPLoss()(bad, labels, ids=ids, **refs))

@@ -24,6 +24,7 @@ import ranklit.functional._rank_engine as engines
 from ranklit.functional import SupAPOptions, hap_surrogate, smooth_ap_loss, smooth_rank_engine, supap_loss
 from ranklit.functional import _rank_sums as rank_sums
 from ranklit.losses import HAPPIERLoss, ROADMAPLoss, SmoothAPLoss
+from tests.ddp import scaled_timeout
 from tests.losses.cases import make_case
 
 
@@ -109,7 +110,7 @@ MODULES: dict[str, Callable[[str], torch.nn.Module]] = {  # ROADMAPLoss holds a 
 
 @needs_kernels
 @pytest.mark.parametrize(("name", "case"), [("SmoothAPLoss", "refs"), ("ROADMAPLoss", "flat"),
-                                            ("HAPPIERLoss", "hierarchical")])  # fmt: skip
+                                            ("HAPPIERLoss", "hierarchical")])
 def test_loss_modules_give_the_same_values_and_gradients_on_both_engines(name: str, case: str) -> None:
     """Through the modules: ids/ref_ids, multi-level labels, the query kept in its ranking, the reducers."""
     results = []
@@ -202,5 +203,5 @@ def test_the_kernels_compile_for_an_sm90_gpu_without_one() -> None:
     H200), which catches what only the compiler refuses (types, constexpr use) on a machine without a GPU."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(ROOT)}
     run = subprocess.run([sys.executable, "-c", _COMPILE], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+                         timeout=scaled_timeout(600))
     assert run.returncode == 0 and "compiled" in run.stdout, run.stderr[-3000:]

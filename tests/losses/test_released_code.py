@@ -55,7 +55,7 @@ def test_supap_offset_and_start_reproduce_roadmap_configs(config: str) -> None:
 def test_roadmap_released_recipe_weights_both_terms_one(config: str) -> None:
     raw, labels = _batch(1)
     loss = ROADMAPLoss(include_self=True, calibration_reduction="batch_active", weights=(1.0, 1.0),
-                       **CONFIGS[config]).double()  # fmt: skip
+                       **CONFIGS[config]).double()
     _same_value_and_gradient(loss(raw, labels), released.roadmap_total(raw, labels, **CONFIGS[config]), raw)
     half = ROADMAPLoss(include_self=True, calibration_reduction="batch_active", **CONFIGS[config]).double()
     torch.testing.assert_close(half(raw, labels), 0.5 * loss(raw, labels), **VALUE)  # the paper's (1 - lam, lam)
@@ -111,7 +111,7 @@ def test_happier_lam_weights_the_two_terms_as_the_released_configs(lam: float, c
     and gradients with respect to the embeddings and to the proxies."""
     raw, labels = _batch(8, levels=True)
     loss = HAPPIERLoss(num_classes=5, embedding_dim=4, lam=lam, include_self=True, with_hrank=False,
-                       offset=1.44).double()  # fmt: skip
+                       offset=1.44).double()
     proxies = loss.cluster.proxies
     assert proxies is not None
     value = loss(raw, labels)

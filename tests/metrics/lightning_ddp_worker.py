@@ -65,7 +65,7 @@ def main(out_path: str) -> None:
     trainer = Trainer(
         accelerator="cpu", devices=2, strategy="ddp", logger=False, enable_progress_bar=False,
         enable_model_summary=False, enable_checkpointing=False,
-    )  # fmt: skip
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer.validate(Module(), loaders, verbose=False)

@@ -100,7 +100,7 @@ def test_hierarchical_metrics_bit_identical_to_todays(
     monkeypatch.setattr(_binned_counts, "count_at_least_by_bins", lambda *a: binned_calls.append(1) or binned(*a))
     queries = dict(embeddings=e[:20], labels=labels[:20], ref_embeddings=gallery, ref_labels=gallery_labels)
     cases = [dict(embeddings=e, labels=labels), dict(embeddings=e, labels=labels, chunk_size=7), queries,
-             dict(queries, chunk_size=3)]  # fmt: skip
+             dict(queries, chunk_size=3)]
     for ties in ("pessimistic", "average", "optimistic"):
         for kwargs in cases:
             new = retrieval_metric_tensors(**kwargs, ties=ties, per_query=True)

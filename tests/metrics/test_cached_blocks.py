@@ -29,7 +29,7 @@ def test_blocks_of_a_chunk_give_the_values_of_the_whole_chunk(ties: str, monkeyp
              dict(embeddings=queries, labels=labels, ref_embeddings=gallery, ref_labels=gallery_labels, junk=junk),
              dict(embeddings=queries, labels=labels, ids=ids, ref_embeddings=queries, ref_labels=labels, ref_ids=ids),
              dict(embeddings=queries, labels=labels, ref_embeddings=gallery, ref_labels=gallery_labels,
-                  chunk_size=20)]  # fmt: skip
+                  chunk_size=20)]
     for kwargs in cases:
         whole = retrieval_metric_tensors(**kwargs, ties=ties, per_query=True, normalize=False)
         with monkeypatch.context() as small:

@@ -56,7 +56,7 @@ def _policy_values(cases: list[tuple[list[int], list[int]]], num_levels: int, al
     if num_levels == 1:
         query_labels, ref_labels = query_labels[:, 0], ref_labels[:, 0]
     out = retrieval_metric_tensors(queries, query_labels, ref_embeddings=torch.stack(gallery), ref_labels=ref_labels,
-                                   alpha=alpha, ties=ties, per_query=True, normalize=False)  # fmt: skip
+                                   alpha=alpha, ties=ties, per_query=True, normalize=False)
     return out["hap" if num_levels > 1 else "map"]
 
 
@@ -71,12 +71,12 @@ def test_hap_policies_are_the_min_mean_and_max_over_every_ordering(num_levels: i
         expected = {policy: [] for policy in POLICIES}
         for scores, levels in cases:
             every = [_ordered_hierarchical(order, levels, num_levels, alpha)["hap"]
-                     for order in tie_orderings(scores, levels, "average")]  # fmt: skip
+                     for order in tie_orderings(scores, levels, "average")]
             expected["pessimistic"].append(min(every))
             expected["average"].append(sum(every) / len(every))
             expected["optimistic"].append(max(every))
             by_level = [_ordered_hierarchical(tie_orderings(scores, levels, t)[0], levels, num_levels, alpha)["hap"]
-                        for t in ("pessimistic", "optimistic")]  # fmt: skip
+                        for t in ("pessimistic", "optimistic")]
             discriminating += by_level != pytest.approx([min(every), max(every)], rel=1e-9)
         for policy in POLICIES:
             got = _policy_values(cases, num_levels, alpha, policy)
@@ -117,6 +117,6 @@ def test_the_oracles_group_by_group_extremes_are_those_of_every_ordering() -> No
         for scores, levels in _cases(num_levels, 10, seed=rng.randrange(1000)):
             alpha = rng.choice(ALPHAS)
             every = [_ordered_hierarchical(order, levels, num_levels, alpha)["hap"]
-                     for order in tie_orderings(scores, levels, "average")]  # fmt: skip
+                     for order in tie_orderings(scores, levels, "average")]
             extremes = [_extreme_hap(scores, levels, num_levels, alpha, best) for best in (False, True)]
             assert extremes == pytest.approx([min(every), max(every)], rel=1e-12)

@@ -63,7 +63,7 @@ def _options(case: str, seed: int) -> dict[str, object]:
     gallery = {key: p[key] for key in ("embeddings", "labels", "ref_embeddings", "ref_labels")}
     # repeated ids (every item with the query's id removed) and junk lists
     return gallery | {"ids": torch.arange(Q) % 9, "ref_ids": torch.arange(N) % 11,
-                      "junk": torch.rand(Q, N, generator=g) < 0.1}  # fmt: skip
+                      "junk": torch.rand(Q, N, generator=g) < 0.1}
 
 
 @pytest.mark.parametrize("ties", ["pessimistic", "average", "optimistic"])
@@ -80,7 +80,7 @@ def test_metrics_through_the_kernel_equal_the_torch_path_ties_included(
 def test_half_precision_non_contiguous_inputs_and_small_chunks_take_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     p = _problem(1, levels=3)
     options = {"labels": p["labels"], "ref_embeddings": p["ref_embeddings"], "ref_labels": p["ref_labels"],
-               "normalize": False, "ties": "average"}  # fmt: skip
+               "normalize": False, "ties": "average"}
     bf16 = p["embeddings"].to(torch.bfloat16)  # small integers: exact in bfloat16
     strided = p["embeddings"].T.contiguous().T  # a non-contiguous view
     for embeddings, chunk in ((bf16, None), (strided, 20)):
@@ -95,7 +95,7 @@ def test_kernel_counts_equal_the_torch_counts_on_the_kernel_scores(strict: bool)
     labels = torch.randint(0, 4, (Q,), generator=g)
     ref_labels = torch.randint(0, 4, (N,), generator=g)
     x = prepare_inputs(torch.randn(Q, D, generator=g), labels, ref_embeddings=torch.randn(N, D, generator=g),
-                       ref_labels=ref_labels, ids=torch.arange(Q), ref_ids=torch.arange(N))  # fmt: skip
+                       ref_labels=ref_labels, ids=torch.arange(Q), ref_ids=torch.arange(N))
     junk = torch.rand(Q, N, generator=g) < 0.2
     counter = KernelCounter(x, junk)
     rows = counter.by_label(torch.arange(Q))
@@ -142,7 +142,7 @@ def test_scores_that_overflow_to_inf_count_as_in_the_torch_path() -> None:
     queries = torch.cat([torch.full((1, 4), 1e30), torch.ones(1, 4)])
     refs = torch.cat([torch.full((2, 4), 1e30), torch.tensor([[1.0, 0, 0, 0], [0, 1.0, 1, 0], [-1.0, 0, 0, 0]])])
     x = prepare_inputs(queries, torch.tensor([0, 0]), ref_embeddings=refs, ref_labels=torch.tensor([0, 1, 0, 0, 1]),
-                       normalize=False)  # fmt: skip
+                       normalize=False)
     _assert_counts_as_torch(x)
 
 
@@ -152,7 +152,7 @@ _SIGNATURE = {  # the types of a launch by KernelCounter (pointers, then 32-bit 
     "junk_ptr": "*u8",
     **dict.fromkeys(("num_queries", "num_refs", "dim", "log_width", "hist_width", "stride_query", "stride_ref",
                      "stride_junk", "stride_threshold", "stride_out"), "i32"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.slow  # a few seconds per mode, on the CPU: no GPU needed to compile
@@ -167,7 +167,7 @@ def test_the_kernel_compiles_for_a_hopper_gpu_in_plain_float32(mode: int, out: s
     from ranklit.functional import _triton_counts as t
 
     constants = {"MODE": mode, "HAS_IDS": 1, "HAS_JUNK": 1, "STRICT": 1, "BLOCK_M": t.BLOCK_M, "BLOCK_N": t.BLOCK_N,
-                 "BLOCK_K": t.BLOCK_K}  # fmt: skip
+                 "BLOCK_K": t.BLOCK_K}
     signature = {**_SIGNATURE, "out_ptr": out, **dict.fromkeys(constants, "constexpr")}
     source = ASTSource(fn=t.metric_counts_kernel(torch.device("cuda")), signature=signature, constexprs=constants)
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": t.NUM_WARPS}).asm["ptx"]

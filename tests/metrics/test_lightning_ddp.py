@@ -15,6 +15,7 @@ import torch
 pytest.importorskip("lightning")  # the core-only environment has no Lightning
 
 from ranklit.metrics import RetrievalMetrics
+from tests.ddp import scaled_timeout
 from tests.metrics import lightning_ddp_worker as worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +28,8 @@ def test_metric_collection_under_lightning_ddp_equals_one_process(tmp_path: Path
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     result = subprocess.run(
         [sys.executable, "-m", "tests.metrics.lightning_ddp_worker", str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=580,
-    )  # fmt: skip
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=scaled_timeout(580),
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(out.read_text())
     logged = report["logged"]  # keys without Lightning's "/dataloader_idx_*" suffix

@@ -44,7 +44,7 @@ def test_every_metric_of_every_query_against_all_orderings(ties: str, seed: int,
             assert float(got[key]) == values
             continue
         torch.testing.assert_close(got[key], torch.tensor(values, dtype=torch.float64), rtol=1e-9, atol=1e-12,
-                                   equal_nan=True, msg=key)  # fmt: skip
+                                   equal_nan=True, msg=key)
 
 
 def test_pessimistic_and_optimistic_are_the_worst_and_best_orderings() -> None:
@@ -70,12 +70,12 @@ def test_two_positives_tied_at_the_top_give_precision_at_1_one() -> None:
     """pytorch-metric-learning's expectation: every ordering of a tie of positives at the top puts a positive first."""
     query, gallery = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
     out = retrieval_metrics(query, torch.tensor([0]), ref_embeddings=gallery, ref_labels=torch.tensor([0, 0, 1, 1]),
-                            recall_at=(1,))  # fmt: skip
+                            recall_at=(1,))
     assert out["precision_at_1"] == 1.0 and out["recall_at_1"] == 1.0 and out["map"] == 1.0 and out["mrr"] == 1.0
     # a negative in the tie: the worst ordering puts it first, the average ordering with probability 1/3
     gallery[2] = torch.tensor([1.0, 0.0])
     policies = {t: retrieval_metrics(query, torch.tensor([0]), ref_embeddings=gallery,
-                                     ref_labels=torch.tensor([0, 0, 1, 1]), ties=t) for t in POLICIES}  # fmt: skip
+                                     ref_labels=torch.tensor([0, 0, 1, 1]), ties=t) for t in POLICIES}
     assert [policies[t]["precision_at_1"] for t in POLICIES] == pytest.approx([0.0, 2 / 3, 1.0])
     assert policies["pessimistic"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
 
@@ -86,7 +86,7 @@ def test_average_over_a_large_tie_group_matches_its_expectation_formula() -> Non
     query, gallery = torch.ones(1, 1), torch.ones(n, 1)
     labels = torch.tensor([1] * p + [0] * (n - p))
     out = retrieval_metrics(query, torch.tensor([1]), ref_embeddings=gallery, ref_labels=labels, ties="average",
-                            recall_at=(1, 4), normalize=False)  # fmt: skip
+                            recall_at=(1, 4), normalize=False)
     first = [math.comb(n - t, p - 1) / math.comb(n, p) for t in range(1, n - p + 2)]  # P(first positive at t)
     assert out["mrr"] == pytest.approx(sum(pr / t for t, pr in enumerate(first, start=1)), rel=1e-12)
     assert out["precision_at_1"] == pytest.approx(p / n, rel=1e-12)
@@ -102,7 +102,7 @@ def test_which_scores_tie_depends_on_the_dtype() -> None:
     labels = torch.tensor([0, 1])  # the positive scores 1, the negative 0.9999
     for dtype, expected in ((torch.float32, 1.0), (torch.float16, 0.0)):
         got = retrieval_metrics(query.to(dtype), torch.tensor([0]), ref_embeddings=gallery.to(dtype), ref_labels=labels,
-                                normalize=False)  # fmt: skip
+                                normalize=False)
         assert got["precision_at_1"] == expected, dtype
 
 
@@ -118,7 +118,7 @@ def test_class_average_and_per_query_values(ties: str) -> None:
     per_query = retrieval_metric_tensors(e, labels, ties=ties, per_query=True, normalize=False)
     assert per_query["map"].shape == (24,) and per_query["map"][-1].isnan()  # the single item of class 4
     assert float(per_query["map"].nanmean()) == pytest.approx(retrieval_metrics(e, labels, ties=ties,
-                                                                                normalize=False)["map"])  # fmt: skip
+                                                                                normalize=False)["map"])
 
 
 def test_tie_free_policies_agree() -> None:
@@ -155,7 +155,7 @@ def test_new_metrics_equal_torchmetrics_on_tie_free_data() -> None:
     gallery = torch.nn.functional.normalize(torch.randn(50, 6, generator=g, dtype=torch.float64), dim=1)
     q_labels, g_labels = torch.randint(0, 5, (12,), generator=g), torch.randint(0, 5, (50,), generator=g)
     out = retrieval_metrics(queries, q_labels, ref_embeddings=gallery, ref_labels=g_labels, recall_at=(1, 5),
-                            ndcg_at=(3, 10))  # fmt: skip
+                            ndcg_at=(3, 10))
     scores = (queries @ gallery.T + 2.0).flatten()
     target = (q_labels[:, None] == g_labels[None, :]).flatten()
     indexes = torch.arange(12)[:, None].expand(12, 50).flatten()

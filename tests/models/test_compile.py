@@ -16,12 +16,13 @@ from ranklit.errors import UserError
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.models._compile import compile_options
+from tests.ddp import scaled_timeout
 from tests.tiny import tiny_datamodule
 
 
 def _trainer(tmp_path: Path, **kwargs) -> L.Trainer:
     options = dict(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                   enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=tmp_path)  # fmt: skip
+                   enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=tmp_path)
     return L.Trainer(**{**options, **kwargs})
 
 
@@ -56,8 +57,8 @@ def test_compile_options_are_checked_naming_the_key() -> None:
 
 def test_a_bad_compile_mode_on_the_command_line_is_two_lines_and_exit_2(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml", "--model.compile",
-            "{mode: fastest}", "--trainer.logger=false"]  # fmt: skip
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+            "{mode: fastest}", "--trainer.logger=false"]
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(300))
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "`model.compile`" in result.stderr and "fastest" in result.stderr
 

@@ -211,5 +211,5 @@ def test_objects_from_python_are_not_pickled_into_hparams() -> None:
     module = RetrievalModule(_net(), ROADMAPLoss(), memory=CrossBatchMemory(size=8), head_lr=0.1)
     assert set(module.hparams) == {"lr_scheduler_interval", "head_lr", "loss_lr", "gather", "decomposability_gap",
                                    "lr_scheduler", "metric", "multistage", "compile", "compile_loss",
-                                   "channels_last"}  # fmt: skip
+                                   "channels_last"}
     assert module.hparams.head_lr == 0.1 and module.hparams.metric is None

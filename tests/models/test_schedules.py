@@ -29,7 +29,7 @@ def test_matches_linear_warmup_then_torch_cosine(warmup: int, total: int, min_fa
     ours = _rates(WarmupCosineLR(_optimizer(*rates), warmup, total, min_factor=min_factor), total + 3)
     if warmup > 1:
         warm = _rates(LinearLR(_optimizer(*rates), start_factor=1 / warmup, end_factor=1.0, total_iters=warmup - 1),
-                      warmup)  # fmt: skip
+                      warmup)
     else:
         warm = [list(rates)] * warmup
     optimizers = [_optimizer(lr) for lr in rates]
@@ -41,7 +41,7 @@ def test_matches_linear_warmup_then_torch_cosine(warmup: int, total: int, min_fa
     expected = [*warm, *([r[0] for r in row] for row in decay)]
     expected += [[min_factor * lr for lr in rates]] * (total + 3 - len(expected))
     assert torch.allclose(torch.tensor(ours, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
-                          rtol=1e-9, atol=1e-15)  # fmt: skip
+                          rtol=1e-9, atol=1e-15)
 
 
 def test_state_dict_resumes_the_schedule() -> None:

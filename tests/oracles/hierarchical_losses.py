@@ -148,7 +148,7 @@ def hap_loss(
     """Mean over queries with a relevant item of ``1 - surrogate H-AP``."""
     num_levels = 1 if labels.ndim == 1 else labels.shape[1]
     values = [surrogate_hap(s, lv, num_levels, alpha, steps, with_hrank) for s, lv in
-              retrieval_sets(embeddings, labels, **refs)]  # fmt: skip
+              retrieval_sets(embeddings, labels, **refs)]
     values = [1 - v for v in values if v is not None]
     return sum(values) / len(values)
 

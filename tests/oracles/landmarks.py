@@ -73,7 +73,7 @@ def official_revisited(queries: np.ndarray, gallery: np.ndarray, gnd: list[dict]
             aps.append(_official_ap(positions, len(ok)))
             one_based = [p + 1 for p in positions]
             precisions.append([sum(p <= min(max(one_based), k) for p in one_based) / min(max(one_based), k)
-                               for k in kappas])  # fmt: skip
+                               for k in kappas])
         out[f"map_{name}"] = sum(aps) / len(aps)
         for i, k in enumerate(kappas):
             out[f"mp_at_{k}_{name}"] = sum(p[i] for p in precisions) / len(precisions)

@@ -262,7 +262,7 @@ def oracle_revisited_map(
             scores = [sum(x * y for x, y in zip(q[a], g[j], strict=True)) for j in kept]
             levels = [int(j in positives) for j in kept]
             runs = [_revisited_query([kept[i] for i in order], positives, trapezoid, precision_at)
-                    for order in tie_orderings(scores, levels, ties)]  # fmt: skip
+                    for order in tie_orderings(scores, levels, ties)]
             values.append({key: sum(run[key] for run in runs) / len(runs) for key in runs[0]})
         for key in ("map", *(f"mp_at_{k}" for k in precision_at)):
             out[f"{key}_{name}"] = sum(v[key] for v in values) / len(values) if values else math.nan

@@ -44,7 +44,7 @@ def _heaviside(t: Tensor) -> Tensor:
 
 
 def roadmap_supap(emb: Tensor, labels: Tensor, *, tau: float = 0.01, rho: float = 100.0, delta: float = 0.05,
-                  offset: float | None = 1.44, start: float = 0.5) -> Tensor:  # fmt: skip
+                  offset: float | None = 1.44, start: float = 0.5) -> Tensor:
     """ROADMAP's ``SupAP.quick_forward`` (``roadmap/losses/smooth_rank_ap.py``): the whole batch ranked for every query,
     the query included (a positive of itself); for a positive ``k``, ``rank = 1 + sum_{j != k} step`` with the exact
     step (1 at 0) on positives and ``step_rank`` on negatives; ``rank+ = 1 + sum_{j != k, positive}``. Loss
@@ -121,7 +121,7 @@ def happier_relevance(level: list[int], num_levels: int, alpha: float) -> list[f
 
 def happier_hap(emb: Tensor, labels: Tensor, *, alpha: float = 1.0, tau: float = 0.01, rho: float = 100.0,
                 delta: float = 0.05, offset: float | None = 1.44, start: float = 0.5, with_hrank: bool = False,
-                beta: float = 25.0, leak: float = 10.0, gamma: float = 0.5) -> Tensor:  # fmt: skip
+                beta: float = 25.0, leak: float = 10.0, gamma: float = 0.5) -> Tensor:
     """HAPPIER's ``HAPLoss.quick_forward`` (``happier/losses/hap_loss.py``): every batch item ranked for every query,
     the query included; the level of ``j`` for ``q`` is the number of label columns they share
     (``lib.create_label_matrix``); for item ``k``, ``rank = 1 + sum_{j != k}`` of ``step_rank`` on items of strictly
@@ -172,7 +172,7 @@ def happier_cluster(emb: Tensor, labels: Tensor, proxies: Tensor, temperature: f
 
 
 def happier_total(emb: Tensor, labels: Tensor, proxies: Tensor, weights: tuple[float, float] = (0.9, 0.1),
-                  **hap_options: float) -> Tensor:  # fmt: skip
+                  **hap_options: float) -> Tensor:
     """``_calculate_loss_and_backward`` (``happier/engine/base_training_loop.py``): ``sum weight * loss.mean()`` over
     the config's criteria; ``HAPPIER.yaml`` weighs ``HAPLoss`` 0.9 and ``ClusterLoss`` 0.1 (``HAPPIER_SOP.yaml`` and
     ``HAPPIER_inat.yaml``: ``1 - 0.1``; ``HAPPIER_5.yaml``, DyML-A: 0.5 and 0.5)."""

@@ -12,6 +12,7 @@ import pytest
 
 from ranklit.data.datasets import SyntheticHierarchy
 from tests.callbacks.faults_harness import RUN, assert_same_run, resume_step, run, signal_at
+from tests.ddp import scaled_timeout
 from tests.tiny import SMALL, synthetic_args
 
 OPTIONS = {"levels": 2, "num_coarse": 4, "fine_per_parent": 8, "images_per_class": 8, "image_size": 32}
@@ -74,8 +75,8 @@ def test_multistage_and_memory_run_under_two_process_ddp(tmp_path: Path) -> None
         "--trainer.callbacks=null", "--baseline_validation=false",
         f"--trainer.logger.init_args.save_dir={tmp_path}",
         *extra,
-    ]  # fmt: skip
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=380)
+    ]
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(380))
     assert result.returncode == 0, result.stderr[-3000:]
     rows = list(csv.DictReader((next(tmp_path.rglob("metrics.csv"))).open()))
     losses = [float(r["train/loss"]) for r in rows if r.get("train/loss")]

@@ -67,12 +67,12 @@ def _fp16_fit(tmp_path: Path, clip: float | None, init_scale: float) -> tuple[Re
     torch.manual_seed(0)
     net = EmbeddingNet("test_resnet", embedding_dim=8, freeze_batchnorm=True)
     module = RetrievalModule(net, ROADMAPLoss(), optimizer=lambda params: torch.optim.SGD(params, lr=1.0),
-                             multistage=MultistageBackprop(8, gradient_clip_val=clip))  # fmt: skip
+                             multistage=MultistageBackprop(8, gradient_clip_val=clip))
     before = {name: p.detach().clone() for name, p in module.named_parameters()}
     plugin = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu", init_scale=init_scale))
     trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=1, limit_val_batches=0, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        plugins=[plugin], default_root_dir=tmp_path)  # fmt: skip
+                        plugins=[plugin], default_root_dir=tmp_path)
     trainer.fit(module, datamodule=tiny_datamodule({"images_per_class": 8}))
     return module, before, plugin
 
@@ -112,9 +112,9 @@ def test_bf16_mixed_quick_start_ends_within_0_03_of_float32(tmp_path: Path) -> N
     at step 0 and at most 0.004 at step 11 (mAP@R 0.1040 vs 0.1073, mAP 0.2181 vs 0.2220, H-AP 0.2444 vs 0.2462)."""
     short = ["fit", "--config", "quickstart.yaml", "--trainer.max_epochs=2", "--trainer.check_val_every_n_epoch=2",
              "--data.batch_sampler.init_args.batches_per_epoch=6", "--model.net.init_args.backbone=test_resnet",
-             "--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]  # fmt: skip
+             "--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]
     cases = [[*short, f"--trainer.precision={precision}", f"--trainer.logger.init_args.name={precision}"]
-             for precision in ("32-true", "bf16-mixed")]  # fmt: skip
+             for precision in ("32-true", "bf16-mixed")]
     for result in drive(cases, tmp_path):
         assert result["returncode"] == 0, result["stderr"][-3000:]
     fp32 = _final_metrics(tmp_path / "runs" / "32-true" / "version_0")

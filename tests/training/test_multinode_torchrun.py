@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ddp import child_environment, free_port
+from tests.ddp import child_environment, free_port, scaled_timeout
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def _cli_args(save_dir: Path) -> list[str]:
         "--data.num_workers=0", "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1",
         "--trainer.log_every_n_steps=1", "--trainer.enable_checkpointing=false", "--trainer.callbacks=null",
         "--trainer.accelerator=cpu", f"--trainer.logger.init_args.save_dir={save_dir}",
-    ]  # fmt: skip
+    ]
 
 
 
@@ -65,13 +65,13 @@ def test_two_nodes_log_the_metrics_of_one_node_with_two_processes(tmp_path: Path
             cwd=nodes[0], env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for rank in (0, 1)
-    ]  # fmt: skip
-    outputs = [launcher.communicate(timeout=600) for launcher in launchers]
+    ]
+    outputs = [launcher.communicate(timeout=scaled_timeout(600)) for launcher in launchers]
     for launcher, (_, stderr) in zip(launchers, outputs, strict=False):
         assert launcher.returncode == 0, stderr[-3000:]
     two_nodes = _validation(nodes[0])
     _run([sys.executable, "-m", "ranklit.cli", *_cli_args(nodes[1]), "--trainer.devices=2", "--trainer.strategy=ddp"],
-         nodes[1])  # fmt: skip
+         nodes[1])
     one_node = _validation(nodes[1])
     _run([sys.executable, "-m", "ranklit.cli", *_cli_args(nodes[2]), "--trainer.devices=1"], nodes[2])
     one_process = _validation(nodes[2])

@@ -243,7 +243,7 @@ def _prepare_locked(
         if error.errno != errno.ENOSPC:
             raise
         raise UserError(f"the disk of {target.parent} filled up while unpacking {entry.name}: nothing was kept; free "
-                        "some space and run the command again.") from None  # fmt: skip
+                        "some space and run the command again.") from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     if not keep_archives:

@@ -67,7 +67,7 @@ class ImageFiles(ImageRetrievalDataset):
         if csv_file is None:
             if split not in (None, ALL_ROWS):
                 raise DatasetError(f"{self.root} is a folder of images, which has no splits (split {split!r} given): "
-                                   "list the images of that split in a CSV file, or leave the split out.")  # fmt: skip
+                                   "list the images of that split in a CSV file, or leave the split out.")
             paths = sorted(
                 f
                 for f in self.root.rglob("*")
@@ -106,7 +106,7 @@ class ImageFiles(ImageRetrievalDataset):
         if "split" not in header:
             if split not in (None, ALL_ROWS):
                 raise DatasetError(f"{table} has no `split` column (its header: {','.join(header)}), so no rows "
-                                   f"of split {split!r}: leave the split out to embed every row.")  # fmt: skip
+                                   f"of split {split!r}: leave the split out to embed every row.")
             return records
         column = header.index("split")
         values = Counter(row[column].strip() if len(row) > column else "" for _, row in records)
@@ -121,5 +121,5 @@ class ImageFiles(ImageRetrievalDataset):
         kept = [(number, row) for number, row in records if len(row) > column and row[column].strip() == split]
         if not kept:
             raise DatasetError(f"{table} has no row of split {split!r} (splits present: {present}): give one of "
-                               "those, or `all` for every row.")  # fmt: skip
+                               "those, or `all` for every row.")
         return kept

@@ -96,7 +96,7 @@ def check_samples(problems: Problems, paths: Sequence[Path], shown_as: Sequence[
     problems.add("empty files (0 bytes)", empty, "Re-copy or remove them")
     first: dict[Path, str] = {}
     twice = [f"{name}, first at {first[path]}" for path, name in zip(paths, names, strict=True)
-             if first.setdefault(path, name) != name]  # fmt: skip
+             if first.setdefault(path, name) != name]
     problems.add("files listed more than once (they would count as extra queries)", twice, "Keep one row each")
 
 

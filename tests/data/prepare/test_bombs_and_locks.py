@@ -21,6 +21,7 @@ from ranklit.data._prepare import _unpacked_size as unpacked_size
 from ranklit.errors import UserError
 from tests.data.prepare.archives import tar
 from tests.data.prepare.helpers import outside, prepare, sha256, source_args
+from tests.ddp import scaled_timeout
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 ZEROS = b"\0" * (2 * 1024**2)  # 2 MiB that compress to a few KiB
@@ -48,7 +49,7 @@ def test_a_bomb_is_refused_by_its_declared_size_before_it_fills_the_disk(tmp_pat
     (tmp_path / "downloads" / name).write_bytes(content)
     root = tmp_path / "data" / "cub"
     code, _, err = prepare(capsys, "cub", "--root", str(root), "--source", str(tmp_path / "downloads" / name),
-                           "--sha256", sha256(content))  # fmt: skip
+                           "--sha256", sha256(content))
     assert code == 2 and err.count("\n") == 1, err
     assert "declares 2.0 MiB of unpacked files, more than 1.0 MiB" in err and "decompression bomb" in err
     assert not root.exists() and outside(tmp_path / "data", root) == []
@@ -77,7 +78,7 @@ def test_a_second_prepare_of_a_root_being_prepared_is_refused_naming_the_first(t
             time.sleep(0.01)
         lock = tmp_path / ".cub.lock"
         lock.write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname(),
-                                    "started": start_time(holder.pid), "since": "x"}))  # fmt: skip
+                                    "started": start_time(holder.pid), "since": "x"}))
         before = lock.read_bytes(), lock.stat().st_mtime_ns
         code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), *source_args(served, files))
         assert code == 2 and err.count("\n") == 1, err
@@ -100,11 +101,11 @@ def test_two_prepares_launched_together_prepare_once(tmp_path: Path, cub_served)
     served, files = cub_served
     served.throttle = 0.05
     command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cub", "--root", str(tmp_path / "cub"),
-               "--no-progress", *source_args(served, files)]  # fmt: skip
+               "--no-progress", *source_args(served, files)]
     env = os.environ | {"PYTHONPATH": str(REPOSITORY)}
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: subprocess.run(command, capture_output=True, text=True, env=env,
-                                                         timeout=300), range(2)))  # fmt: skip
+                                                         timeout=scaled_timeout(300)), range(2)))
     codes = sorted(r.returncode for r in results)
     assert codes in ([0, 0], [0, 2]), [r.stderr for r in results]
     for refused in (r for r in results if r.returncode == 2):

@@ -17,6 +17,7 @@ import pytest
 from tests.data.prepare.archives import MINIATURES
 from tests.data.prepare.helpers import prepare, sha256, source_args
 from tests.data.prepare.server import Served, serving
+from tests.ddp import scaled_timeout
 
 _MIB = 1 << 20
 
@@ -75,7 +76,7 @@ def test_http_errors_are_one_line_and_exit_2_server_errors_after_the_retries(
 ) -> None:
     with serving(Served(status={"/CUB_200_2011.tgz": status})) as served:
         code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--retries", "2",
-                                 "--source", f"{served.url}/CUB_200_2011.tgz")  # fmt: skip
+                                 "--source", f"{served.url}/CUB_200_2011.tgz")
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: ") and f"HTTP {status}" in err
     assert f"{served.url}/CUB_200_2011.tgz" in err
@@ -88,7 +89,7 @@ def test_an_unreachable_server_is_one_line_and_exit_2(tmp_path, capsys, no_backo
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--retries", "1",
-                           "--source", f"http://127.0.0.1:{port}/CUB_200_2011.tgz")  # fmt: skip
+                           "--source", f"http://127.0.0.1:{port}/CUB_200_2011.tgz")
     assert code == 2
     assert err.count("\n") == 1 and "refused" in err.lower() and "2 failed tries" in err
 
@@ -98,7 +99,7 @@ def test_the_backoff_doubles_between_tries(tmp_path, capsys, monkeypatch) -> Non
     monkeypatch.setattr("time.sleep", waits.append)
     with serving(Served(status={"/CUB_200_2011.tgz": 503})) as served:
         code, _, _ = prepare(capsys, "cub", "--root", str(tmp_path / "cub"), "--retries", "3",
-                             "--source", f"{served.url}/CUB_200_2011.tgz")  # fmt: skip
+                             "--source", f"{served.url}/CUB_200_2011.tgz")
     assert code == 2 and waits == [1.0, 2.0, 4.0]
 
 
@@ -124,11 +125,11 @@ def test_a_full_disk_stops_before_any_byte_is_kept(tmp_path, big_cub, capsys, mo
 def test_the_command_prints_one_line_for_a_404_and_an_unknown_name(tmp_path) -> None:
     with serving(Served()) as served:
         command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cub", "--root", str(tmp_path / "r"),
-                   "--source", f"{served.url}/missing.tgz"]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+                   "--source", f"{served.url}/missing.tgz"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=scaled_timeout(120))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "HTTP 404" in done.stderr, done.stderr
     command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cubb", "--root", str(tmp_path / "r")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=scaled_timeout(120))
     assert done.returncode == 2 and done.stderr.startswith("error: unknown dataset 'cubb'"), done.stderr
     assert done.stderr.count("\n") == 1
 
@@ -147,7 +148,7 @@ def test_ctrl_c_during_a_download_keeps_the_part_and_the_same_command_continues(
         while not (part.exists() and part.stat().st_size > 0) and time.monotonic() < deadline:
             time.sleep(0.05)
         running.send_signal(signal.SIGINT)
-        _, err = running.communicate(timeout=60)
+        _, err = running.communicate(timeout=scaled_timeout(60))
         assert running.returncode == 130 and err.startswith("interrupted: nothing was moved into --root"), err
         assert err.count("\n") == 1 and not root.exists()
         held = part.stat().st_size

@@ -17,6 +17,7 @@ from ranklit.data import DATASET_CATALOG as CATALOG
 from tests.data.prepare.archives import MINIATURES, tree
 from tests.data.prepare.helpers import sha256, source_args
 from tests.data.prepare.server import Served, serving
+from tests.ddp import scaled_timeout
 
 # the miniatures' test splits have 2 classes, which the readers rightly warn about
 pytestmark = pytest.mark.filterwarnings("ignore:.*has 2 classes:UserWarning")
@@ -120,7 +121,9 @@ def test_the_command_prepares_cub_from_a_local_server_then_data_check_accepts_it
     served, files = cub_served
     root = tmp_path / "CUB_200_2011"
     command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cub", "--root", str(root)]
-    done = subprocess.run([*command, *source_args(served, files)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*command, *source_args(served, files)], capture_output=True, text=True, timeout=scaled_timeout(120)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == [
         f"--data.root {root}",
@@ -128,7 +131,7 @@ def test_the_command_prepares_cub_from_a_local_server_then_data_check_accepts_it
         f"--data.root {root}`",
     ]
     check = [sys.executable, "-m", "ranklit.cli", "data", "check", "--config", "roadmap_cub.yaml", "--data.root",
-             str(root), "--no-progress"]  # fmt: skip
-    done = subprocess.run(check, capture_output=True, text=True, timeout=120)
+             str(root), "--no-progress"]
+    done = subprocess.run(check, capture_output=True, text=True, timeout=scaled_timeout(120))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "train: 8 images, 3 classes" in done.stdout

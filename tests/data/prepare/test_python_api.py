@@ -26,7 +26,7 @@ def test_prepare_dataset_prepares_cub_from_the_test_server_in_python(tmp_path, c
     assert len(CUB200(root, split="train")) == 8  # the reader loads what was prepared
     # a second call verifies the record and downloads nothing
     again = prepare_dataset("cub", root, source=[f"{served.url}/{name}" for name in files],
-                            sha256=[sha256(content) for content in files.values()], progress=False)  # fmt: skip
+                            sha256=[sha256(content) for content in files.values()], progress=False)
     assert again.already_prepared and again.layout == prepared.layout
     assert "--data.root" not in capsys.readouterr().out  # the command's lines are the command's
 

@@ -25,7 +25,7 @@ def _file(folder: Path, name: str, content: bytes) -> Path:
 def test_a_wrong_digest_names_both_and_unpacks_nothing(tmp_path, capsys, cub_served) -> None:
     served, files = cub_served
     code, _, err = prepare(capsys, "cub", "--root", str(tmp_path / "cub"),
-                           "--source", f"{served.url}/CUB_200_2011.tgz", "--sha256", "ab" * 32)  # fmt: skip
+                           "--source", f"{served.url}/CUB_200_2011.tgz", "--sha256", "ab" * 32)
     assert code == 2 and err.count("\n") == 1
     assert f"expected sha256 {'ab' * 32} (given with --sha256), got sha256 {sha256(files['CUB_200_2011.tgz'])}" in err
     assert not (tmp_path / "cub").exists() and not (tmp_path / ".cub.prepare-tmp").exists()
@@ -83,7 +83,7 @@ def test_a_hostile_archive_is_refused_and_writes_nothing_outside_the_root(tmp_pa
     root.parent.mkdir(parents=True)
     before = outside(tmp_path, root)
     code, _, err = prepare(capsys, "cub", "--root", str(root), "--source", str(archive),
-                           "--sha256", sha256(archives[kind]))  # fmt: skip
+                           "--sha256", sha256(archives[kind]))
     assert code == 2 and err.count("\n") == 1 and "it would be written outside" in err, err
     assert outside(tmp_path, root) == before
     assert not root.exists()
