@@ -48,6 +48,7 @@ __all__ = ["StopSignals", "agree_to_stop", "exit_code", "record_stop", "stop_req
 # The signal this process was asked to stop by (`requested`, kept from the baseline validation into `fit`), and the
 # signal that did stop its last run (`stopped`): module state, as signals are.
 _signals: dict[str, int | None] = {"requested": None, "stopped": None}
+_saves = {"checkpoint": True}  # whether the trainer whose handlers are installed saves a checkpoint on a stop
 
 
 def stop_requested() -> int | None:
@@ -101,7 +102,8 @@ def _request(signum: int, frame: FrameType | None) -> None:
         _signals["requested"] = signum
         name = signal.Signals(signum).name
         again = " (Ctrl-C again: stop at once, without a checkpoint)" if signum == signal.SIGINT else ""
-        sys.stderr.write(f"{name}: stopping at the next consistent point (`fit` saves a checkpoint there){again}.\n")
+        saved = "`fit` saves a checkpoint there" if _saves["checkpoint"] else "checkpointing is off: nothing is saved"
+        sys.stderr.write(f"{name}: stopping at the next consistent point ({saved}){again}.\n")
 
 
 def agree_to_stop(trainer: L.Trainer) -> bool:
@@ -133,6 +135,7 @@ class StopSignals:
 def _register_handlers(trainer: L.Trainer) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
+    _saves["checkpoint"] = trainer.checkpoint_callback is not None  # `--trainer.enable_checkpointing false`: none
     environment: Any = cluster_environment(trainer)
     requeue = isinstance(environment, SLURMEnvironment) and environment.auto_requeue
     hangup = (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL else ()  # `nohup` ignores it
