@@ -17,7 +17,7 @@ import yaml
 from PIL import Image
 
 from ranklit.cli import main
-from ranklit.landmarks.descriptors import DescriptorShards
+from ranklit.index import DescriptorShards
 from tests.cli.cli_cases import drive
 
 from .conftest import Run
