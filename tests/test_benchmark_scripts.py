@@ -34,7 +34,8 @@ def test_gpu_benchmark_dry_run_writes_every_table_naming_the_device(tmp_path: Pa
                 "| HAPLoss | 64 | triton | not run", "| fp32 | NCHW |", "| bf16-mixed | channels-last |"):
         assert row in section, row
     timings = [line.split("|")[4:7] for line in section.splitlines() if line.startswith("| SupAPLoss | 32 | torch")]
-    assert timings and all(float(cell) > 0 for cells in timings for cell in (cells[0], cells[2]))  # ms and floor
+    assert timings and all(float(cells[0]) > 0 and float(cells[2]) >= 0 for cells in timings)  # ms; floor (rounds to
+    # 0.00 ms at the dry run's sizes on a CPU)
 
 
 @pytest.mark.slow

@@ -43,7 +43,7 @@ def _data_only(config: Any) -> RetrievalDataModule:
     parser = LightningArgumentParser(exit_on_error=False)
     parser.add_lightning_class_args(RetrievalDataModule, "data")
     try:
-        return parser.instantiate_classes(Namespace(data=config.data)).data
+        return parser.instantiate(Namespace(data=config.data)).data
     except BUILD_ERRORS as error:
         raise as_user_error(error) from error
 

@@ -106,7 +106,7 @@ def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
     parser = ArgumentParser(exit_on_error=False)
     parser.add_subclass_arguments(nn.Module, "net")
     try:
-        return parser.instantiate_classes(parser.parse_object({"net": net_config})).net
+        return parser.instantiate(parser.parse_object({"net": net_config})).net
     except Exception as error:  # jsonargparse's ArgumentError, or the class's own ValueError
         raise UserError(f"{config}: `model.net` cannot be built: {_build_reason(error)}") from error
 

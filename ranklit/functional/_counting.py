@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ranklit.functional._binned_counts import count_at_least_by_bins, lowest_thresholds
+from ranklit.functional import _binned_counts
+from ranklit.functional._binned_counts import lowest_thresholds
 
 __all__ = ["count_at_least", "counts_from_items", "items_at_least", "lowest_thresholds", "worth_finding"]
 
@@ -55,7 +56,7 @@ def count_at_least(scores: Tensor, thresholds: Tensor, *, transposed: bool = Fal
     rows = scores.T.contiguous() if transposed else scores
     if scores.is_cuda:
         return _count_at_least_by_search(rows, thresholds)
-    return count_at_least_by_bins(rows, thresholds)
+    return _binned_counts.count_at_least_by_bins(rows, thresholds)
 
 
 _MAX_PASSES = 64

@@ -135,7 +135,7 @@ def test_a_copied_live_run_says_its_copied_lock_is_the_cause(tmp_path: Path) -> 
         with pytest.raises(LockCopied) as refused:
             acquire(tmp_path / "copy")
         message = str(refused.value)
-        assert f"was copied from {(tmp_path / 'run').resolve()}, which process {holder.pid}" in message, message
+        assert f"was copied from {(tmp_path / 'run' / LOCK_FILE).resolve()}, which process {holder.pid}" in message
         assert f"delete {tmp_path / 'copy' / LOCK_FILE}" in message
         with pytest.raises(RunLocked, match=f"is being trained by process {holder.pid}"):  # the original stays locked
             acquire(tmp_path / "run")

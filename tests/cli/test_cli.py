@@ -55,9 +55,9 @@ def test_fit_help_is_short_and_quiet() -> None:
     # 777 lines when the bound was set (issue 12), 825 with this wave's options (checkpoint schedule, new rates on
     # resume, bad images, landmark evaluation, evaluation scales), 847 with issue 28's (compile, compile_loss,
     # channels_last, pin_memory), 851 with issue 30's `--requeue`, 860 with issue 31's `--data.normalize_on_device`,
-    # 871 with issue 39's `--data.decode_on_device` and the losses' `engine` (issue 38); most of the rest are
-    # Lightning's trainer options.
-    assert len(result.stdout.splitlines()) < 875
+    # 879 with issue 39's `--data.decode_on_device`, the losses' `engine` (issue 38) and `--data.hflip` (issue 40);
+    # most of the rest are Lightning's trainer options.
+    assert len(result.stdout.splitlines()) < 885
     assert "Warning" not in result.stderr, result.stderr
 
 

@@ -25,7 +25,8 @@ def cub(root: Path, classes: dict[int, int]) -> Path:
         folder = root / "images" / f"{number:03d}.Bird_{number}"
         for i in range(count):
             mode = "L" if (number, i) == (1, 0) else "RGB"
-            jpeg(folder / f"Bird_{number}_{i:04d}_{number * 100 + i}.jpg", number + i, mode=mode)
+            seed = number * 100 + i  # every file's content its own (data check flags identical files)
+            jpeg(folder / f"Bird_{number}_{i:04d}_{seed}.jpg", seed, mode=mode)
     return root
 
 

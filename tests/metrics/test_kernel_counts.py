@@ -9,6 +9,11 @@ equal bit for bit; on real-valued embeddings the counts must equal the torch pat
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +26,7 @@ from ranklit.functional._metrics import retrieval_metric_tensors
 from ranklit.functional._positive_ranks import SortedKeys, positive_counts
 from ranklit.functional._triton_counts import BLOCK_M, BLOCK_N
 from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
+from tests.ddp import scaled_timeout
 
 Q, N, D = 37, 70, 40
 
@@ -155,24 +161,38 @@ _SIGNATURE = {  # the types of a launch by KernelCounter (pointers, then 32-bit 
 }
 
 
-@pytest.mark.slow  # a few seconds per mode, on the CPU: no GPU needed to compile
-@pytest.mark.parametrize(("mode", "out"), [(0, "*fp32"), (1, "*fp32"), (2, "*i32")])
-def test_the_kernel_compiles_for_a_hopper_gpu_in_plain_float32(mode: int, out: str) -> None:
-    """What the interpreter cannot check: Triton's compiler accepts the kernel (types, loops, constexpr branches),
-    and the product runs on the float32 FMA units (no ``mma``: no TF32 rounding of the inputs)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+_COMPILE = """
+import json, sys
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from ranklit.functional import _triton_counts as t
 
-    from ranklit.functional import _triton_counts as t
-
+signature, out = json.loads(sys.argv[1]), {}
+for mode, pointer in ((0, "*fp32"), (1, "*fp32"), (2, "*i32")):
     constants = {"MODE": mode, "HAS_IDS": 1, "HAS_JUNK": 1, "STRICT": 1, "BLOCK_M": t.BLOCK_M, "BLOCK_N": t.BLOCK_N,
                  "BLOCK_K": t.BLOCK_K}
-    signature = {**_SIGNATURE, "out_ptr": out, **dict.fromkeys(constants, "constexpr")}
-    source = ASTSource(fn=t.metric_counts_kernel(torch.device("cuda")), signature=signature, constexprs=constants)
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": t.NUM_WARPS}).asm["ptx"]
-    assert "fma.rn.f32" in ptx and "mma" not in ptx
-    assert ("atom.global" in ptx) == (mode == 2)
+    types = {**signature, "out_ptr": pointer, **dict.fromkeys(constants, "constexpr")}
+    source = ASTSource(fn=t.metric_counts_kernel(torch.device("cuda")), signature=types, constexprs=constants)
+    out[mode] = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": t.NUM_WARPS}).asm["ptx"]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow  # a few seconds per mode, on the CPU: no GPU needed to compile
+def test_the_kernel_compiles_for_a_hopper_gpu_in_plain_float32() -> None:
+    """What the interpreter cannot check: Triton's compiler accepts the kernel (types, loops, constexpr branches),
+    and the product runs on the float32 FMA units (no ``mma``: no TF32 rounding of the inputs). In a process of its
+    own, without ``TRITON_INTERPRET`` (the suite's conftest sets it on a machine without CUDA)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(root)}
+    run = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(_SIGNATURE)], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=scaled_timeout(600))
+    assert run.returncode == 0, run.stderr[-3000:]
+    ptx = json.loads(run.stdout.splitlines()[-1])
+    for mode, text in ptx.items():
+        assert "fma.rn.f32" in text and "mma" not in text, mode
+        assert ("atom.global" in text) == (mode == "2"), mode
 
 
 def test_the_kernel_runs_on_cuda_with_triton_and_float32_only(monkeypatch: pytest.MonkeyPatch) -> None:
