@@ -40,11 +40,6 @@ def prepare_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _say(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
 def main(args: list[str]) -> None:
     """``ranklit data prepare ...`` (``args`` after ``prepare``); Ctrl-C exits with 130 in one line."""
     options = prepare_parser().parse_args(args)
@@ -64,10 +59,11 @@ def main(args: list[str]) -> None:
         raise SystemExit(130) from None
     entry, data_root = prepared.entry, prepared.data_root
     state = "already prepared (its record verified; nothing downloaded)" if prepared.already_prepared else "prepared"
-    _say(f"{entry.name} {state} in {prepared.path}: {'; '.join(prepared.layout)}")
-    _say(f"--data.root {data_root}")
+    lines = [f"{entry.name} {state} in {prepared.path}: {'; '.join(prepared.layout)}", f"--data.root {data_root}"]
     if entry.configs:
         example = f"ranklit data check --config {entry.configs[0]} --data.root {data_root}"
-        _say(f"configs: {', '.join(entry.configs)}, e.g. `{example}`")
+        lines.append(f"configs: {', '.join(entry.configs)}, e.g. `{example}`")
     if entry.usage:
-        _say(f"note: {entry.usage.replace('ROOT', str(data_root))}")
+        lines.append(f"note: {entry.usage.replace('ROOT', str(data_root))}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
