@@ -61,13 +61,18 @@ def _check_writable(output: Path) -> None:
                         "folder.") from None
 
 
-def main(args: list[str]) -> None:
-    """``ranklit export ...`` (``args`` after ``export``)."""
+def arguments() -> argparse.ArgumentParser:
+    """The options of ``ranklit export``."""
     parser = CommandParser(prog="ranklit export", description=__doc__.splitlines()[0].replace("``", ""))
     add_model_options(parser)
     parser.add_argument("--format", required=True, choices=["onnx", "torchscript"], help="the file format")
     parser.add_argument("--output", required=True, type=Path, help="the model file to write (e.g. model.onnx)")
-    options = parser.parse_args(args)
+    return parser
+
+
+def main(args: list[str]) -> None:
+    """``ranklit export ...`` (``args`` after ``export``)."""
+    options = arguments().parse_args(args)
     _check_writable(options.output)
     from ranklit.deploy import card_path, export_model
 

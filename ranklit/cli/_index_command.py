@@ -22,7 +22,8 @@ from ranklit.deploy import BACKENDS
 __all__ = ["main"]
 
 
-def _arguments() -> argparse.ArgumentParser:
+def arguments() -> argparse.ArgumentParser:
+    """The options of ``ranklit index``."""
     parser = CommandParser(prog="ranklit index", description=__doc__.splitlines()[0].replace("``", ""))
     add_model_options(parser)
     parser.add_argument("--images", required=True, type=Path, help="a folder of images (any depth) or a CSV file "
@@ -48,9 +49,9 @@ def _arguments() -> argparse.ArgumentParser:
 
 def main(args: list[str]) -> None:
     """``ranklit index ...`` (``args`` after ``index``)."""
-    options = _arguments().parse_args(args)
+    options = arguments().parse_args(args)
     if options.evaluate and options.backend == "exact":
-        _arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
+        arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
                         "hnsw, pq).")
     from ranklit.callbacks import lock_output  # after parsing: `--help` is immediate
     from ranklit.cli._resuming import rank_zero_process

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # imported after parsing (the landmark pipeline imports torch
 __all__ = ["main"]
 
 
-def _arguments() -> argparse.ArgumentParser:
+def arguments() -> argparse.ArgumentParser:
+    """The options of ``ranklit search``."""
     parser = CommandParser(prog="ranklit search", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--index", required=True, type=Path, help="the index folder of `ranklit index`")
     parser.add_argument("--query", required=True, type=Path, help="an image file, or a folder of images")
@@ -101,7 +102,7 @@ def _draw(retriever: Retriever, queries: list[str], hits: list[list[Hit]], outpu
 
 def main(args: list[str]) -> None:
     """``ranklit search ...`` (``args`` after ``search``)."""
-    options = _arguments().parse_args(args)
+    options = arguments().parse_args(args)
     from ranklit.deploy import Retriever
 
     queries = _queries(options.query, options.split)
