@@ -4,7 +4,10 @@
 
 - a :class:`ranklit.errors.UserError` or a ``FileNotFoundError``: its message;
 - a ``PermissionError`` or a read-only file system (``EROFS``): the path, and where ranklit writes;
-- a ``pickle.UnpicklingError`` (``torch.load`` refusing a checkpoint that names code to run): a refusal line.
+- a ``pickle.UnpicklingError`` (``torch.load`` refusing a checkpoint that names code to run): a refusal line;
+- a failure of ``torch.compile``'s code generation (``model.compile``; inductor's ``InductorError`` or dynamo's
+  ``BackendCompilerFailed``, e.g. no working C++ compiler on the CPU): its first line and the ways out, not the
+  hundreds of lines of trace and generated code.
 
 An exception raised in a ``DataLoader`` worker reaches the main process re-raised with the same type and a message
 ``Caught <Type> in DataLoader worker process <n>.\\nOriginal Traceback (most recent call last): ...`` (PyTorch's
@@ -23,6 +26,7 @@ from ranklit.errors import UserError
 
 __all__ = ["chain", "user_message", "worker_message"]
 
+_COMPILE_FAILURES = ("InductorError", "BackendCompilerFailed")  # torch._inductor.exc, torch._dynamo.exc
 _WORKER = re.compile(r"Caught (\w+) in DataLoader worker process \d+\.\nOriginal Traceback")
 
 
@@ -69,5 +73,13 @@ def user_message(error: BaseException) -> str | None:
             return (
                 f"refused to load a checkpoint that names code to run{f' ({detail})' if detail else ''}: unpickling "
                 "it could execute that code. Use a checkpoint written by ranklit, from a source you trust."
+            )
+        if type(link).__name__ in _COMPILE_FAILURES and type(link).__module__.startswith("torch."):
+            first = next((line.strip() for line in str(link).splitlines() if line.strip()), type(link).__name__)
+            return (
+                f"torch.compile (`model.compile`) failed at the first batch: {first[:300]}. Inductor, its default "
+                "backend, needs a working C++ compiler (g++) on the CPU and Triton on a GPU: install it, compile "
+                "with a backend that generates no code (`--model.compile '{backend: aot_eager}'`), or set "
+                "`--model.compile false` (RANKLIT_TRACEBACK=1 shows the trace)."
             )
     return None

@@ -3,6 +3,7 @@ the network (and loss) really compiled, a compiled fit equal to the eager one, c
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,20 @@ def test_a_bad_compile_mode_on_the_command_line_is_two_lines_and_exit_2(tmp_path
     result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(300))
     assert result.returncode == 2, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "`model.compile`" in result.stderr and "fastest" in result.stderr
+
+
+def test_compile_without_a_cpp_compiler_is_one_error_line_with_the_ways_out(tmp_path: Path) -> None:
+    """Inductor on the CPU without a working C++ compiler (here: ``CXX`` naming none) failed at the first batch with
+    a 131-line traceback and exit code 1; a failed compile's own code generation can print thousands of lines."""
+    args = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml", "--model.compile", "true",
+            "--model.net.init_args.backbone=test_resnet", "--trainer.max_steps=1", "--baseline_validation=false",
+            "--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.enable_progress_bar=false"]
+    env = {**os.environ, "CXX": str(tmp_path / "no-such-g++"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=scaled_timeout(300))
+    assert result.returncode == 2, result.stderr[-2000:]
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "Traceback" not in result.stderr and len(error) == 1, result.stderr[-2000:]
+    assert "No working C++ compiler" in error[0] and "--model.compile false" in error[0] and "aot_eager" in error[0]
 
 
 def test_the_network_and_the_loss_are_compiled_and_checkpoints_keep_their_keys(tmp_path: Path) -> None:
