@@ -177,8 +177,12 @@ def plain_torchvision(root: Path, workers: int, size: dict[str, Any], device: to
         while True:
             yield from loader
 
-    def step(images: torch.Tensor, labels: torch.Tensor) -> None:
-        _step(parts, images.to(device, non_blocking=True), labels.to(device, non_blocking=True))
+    # the ranklit runs' P x K labels, not the loader's: a shuffled ImageFolder batch may hold no two images of one
+    # class (the loss refuses it); what is compared is the loader, the loss costs the same
+    pk_labels = (torch.arange(size["p"] * size["k"], device=device) // size["k"]).long()
+
+    def step(images: torch.Tensor, _labels: torch.Tensor) -> None:
+        _step(parts, images.to(device, non_blocking=True), pk_labels)
 
     return _timed(forever(), step, size, device)
 
