@@ -20,7 +20,9 @@ What counts as the user's mistake, found as early as possible:
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,7 +45,13 @@ BUILD_ERRORS = (ValueError, TypeError, MisconfigurationException)
 
 
 class ShortUsageParser(LightningArgumentParser):
-    """The CLI's parser, whose errors come with a one-line usage (the full one lists every option)."""
+    """The CLI's parser, whose errors come with a one-line usage (the full one lists every option), and which takes
+    no abbreviated key: argparse's prefix matching made ``--trainer.max_epoch 3`` set ``max_epochs`` silently, so a
+    typo could change another setting than the one meant."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def print_usage(self, file: Any = None) -> None:
         prog = self.prog.replace(" [options]", "")
@@ -52,7 +60,14 @@ class ShortUsageParser(LightningArgumentParser):
     def error(self, message: str, ex: Exception | None = None) -> NoReturn:
         """jsonargparse's error, made one useful line where ranklit knows how (a class named by an old path, an option
         of another command: :func:`ranklit.cli._parser_messages.parser_message`)."""
-        super().error(parser_message(message), ex)
+        super().error(parser_message(message) + self._closest_key(message), ex)
+
+    def _closest_key(self, message: str) -> str:
+        """`` Did you mean `--KEY`?`` for the first unrecognised ``--key`` of ``message`` close to one of the keys."""
+        found = re.match(r"unrecognized arguments: (--[\w.]+)", message)
+        keys = [key for key in self._option_string_actions if key.startswith("--")]
+        close = difflib.get_close_matches(found.group(1), keys, n=1, cutoff=0.8) if found else []
+        return f". Did you mean `{close[0]}`?" if close else ""
 
 
 def as_user_error(error: BaseException) -> UserError:

@@ -209,6 +209,10 @@ USER_ERRORS = [
     ("YAML with a tab", ["fit", "--config", "{root}/tab.yaml"], "tab.yaml, line 2, column 1: found character '\\t'"),
     ("YAML syntax", ["fit", "--config", "{root}/syntax.yaml"], "syntax.yaml, line 3, column 1: expected ',' or ']'"),
     ("typo in a key", ["fit", "--config", "quickstart.yaml", "--data.eval_batch_sise=3"], "eval_batch_sise"),
+    # argparse's prefix matching took `--trainer.max_epoch` for `--trainer.max_epochs` and ran (a typo could set
+    # another key than the one meant): refused, naming the key
+    ("abbreviated key", ["fit", "--config", "quickstart.yaml", "--trainer.max_epoch", "3"],
+     "unrecognized arguments: --trainer.max_epoch 3. Did you mean `--trainer.max_epochs`?"),
     ("negative max_epochs", ["fit", "--config", "quickstart.yaml", *CHEAP, "--trainer.max_epochs=-5"],
      "`max_epochs` must be a non-negative integer or -1. You passed in -5."),
     ("unknown backbone", ["fit", "--config", "quickstart.yaml", "--model.net.init_args.backbone=resnet5O"],
