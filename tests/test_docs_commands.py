@@ -60,23 +60,23 @@ CASES = [(page, i, words) for page in PAGES for i, words in enumerate(documented
 def _parse_run_command(args: list[str]) -> None:
     """``ranklit fit/test/validate/predict ARGS`` parsed by ranklit's LightningCLI as the command parses it, with
     the configs resolved as ``ranklit`` resolves them; no checkpoint read, no run looked up, nothing built."""
+    from ranklit._compat.lightning import parse_only
     from ranklit.cli._app import RanklitCLI, command_line
     from ranklit.cli._config_files import resolve_config_paths
     from ranklit.cli._error_surface import check_command_line
     from ranklit.data import RetrievalDataModule
     from ranklit.models import RetrievalModule
 
-    class ParseOnly(RanklitCLI):
+    class NothingBuilt(RanklitCLI):
         def _parse_ckpt_path(self) -> None: ...  # the docs' checkpoints are placeholders
         def before_instantiate_classes(self) -> None: ...
         def instantiate_classes(self) -> None: ...
         def after_instantiate_classes(self) -> None: ...
-        def _run_subcommand(self, subcommand: str) -> None: ...
 
     args = resolve_config_paths(args)
     check_command_line(args)
     with command_line(args):
-        ParseOnly(RetrievalModule, RetrievalDataModule)
+        parse_only(NothingBuilt)(RetrievalModule, RetrievalDataModule)
 
 
 def _parse_ranklit(args: list[str]) -> None:

@@ -63,7 +63,8 @@ class ShortUsageParser(LightningArgumentParser):
         super().error(parser_message(message) + self._closest_key(message), ex)
 
     def _closest_key(self, message: str) -> str:
-        """`` Did you mean `--KEY`?`` for the first unrecognised ``--key`` of ``message`` close to one of the keys."""
+        """``". Did you mean `--KEY`?"`` for the first unrecognised ``--key`` of ``message`` close to one of this
+        parser's keys, else ``""`` (the top-level options' typos are caught before: ranklit.cli._dispatch)."""
         found = re.match(r"unrecognized arguments: (--[\w.]+)", message)
         keys = [key for key in self._option_string_actions if key.startswith("--")]
         close = difflib.get_close_matches(found.group(1), keys, n=1, cutoff=0.8) if found else []

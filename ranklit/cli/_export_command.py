@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the commands import ranklit.deploy (torch, Lightning) after parsing: `--help` is immediate
     from ranklit.deploy import LoadedModel
 
-__all__ = ["CommandParser", "add_model_options", "main", "model_from_options"]
+__all__ = ["CommandParser", "add_model_options", "arguments", "main", "model_from_options"]
 
 
 class CommandParser(argparse.ArgumentParser):

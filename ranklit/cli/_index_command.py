@@ -19,7 +19,7 @@ from pathlib import Path
 from ranklit.cli._export_command import CommandParser, add_model_options, model_from_options
 from ranklit.deploy import BACKENDS
 
-__all__ = ["main"]
+__all__ = ["arguments", "main"]
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -49,10 +49,11 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(args: list[str]) -> None:
     """``ranklit index ...`` (``args`` after ``index``)."""
-    options = arguments().parse_args(args)
+    parser = arguments()
+    options = parser.parse_args(args)
     if options.evaluate and options.backend == "exact":
-        arguments().error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, "
-                        "hnsw, pq).")
+        parser.error("--evaluate measures a faiss backend against the exact search: add --backend ivf (or flat, hnsw, "
+                     "pq).")
     from ranklit.callbacks import lock_output  # after parsing: `--help` is immediate
     from ranklit.cli._resuming import rank_zero_process
     from ranklit.deploy import add_faiss, build_index, evaluate_recall

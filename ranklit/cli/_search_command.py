@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported after parsing (the landmark pipeline imports torch
     from ranklit.deploy import Hit, Retriever
     from ranklit.landmarks.postprocess import PostProcessStep
 
-__all__ = ["main"]
+__all__ = ["arguments", "main"]
 
 
 def arguments() -> argparse.ArgumentParser:
