@@ -15,8 +15,8 @@ over the images after one warm-up batch, the pipelines taking turns ``--repeats`
   ``RetrievalDataModule.train_dataloader()`` with its training transform (RandomResizedCrop 224, scale (0.16, 1),
   flip, normalise; per-sample seeded augmentation), the crop drawn from the JPEG's header and the file decoded at the
   largest reduction (1/2, 1/4, 1/8) that keeps that crop at least 224 px from 1 megapixel on, below it at full
-  size by torchvision (``ranklit.data._crop_first``); its batches are ``uint8`` images, scaled and normalised on the
-  device after the transfer (``RetrievalDataModule.on_after_batch_transfer``), so on a GPU the loader's rate is the
+  size by torchvision (``ranklit.data.images._crop_first``); its batches are ``uint8`` images, scaled and normalised on
+  the device after the transfer (``RetrievalDataModule.on_after_batch_transfer``), so on a GPU the loader's rate is the
   input rate;
 - **ranklit, normalised in the main process**: the same, with each batch scaled and normalised by that hook in the
   main process, as when training on the CPU;
@@ -56,7 +56,7 @@ from torchvision import transforms as T
 from torchvision.datasets import ImageFolder
 
 from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule
-from ranklit.data.transforms import train_transform
+from ranklit.data.images.transforms import train_transform
 
 SIZES = ((500, 375), (800, 600), (1024, 768), (2048, 1536))  # CUB / SOP, iNaturalist 800 px, landmarks 1024 px,
 # and the landmark and iNaturalist originals

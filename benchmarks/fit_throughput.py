@@ -191,10 +191,10 @@ def pixel_differences(root: Path, device: torch.device, files: int = 64) -> tupl
     """Median and largest mean |difference| (of 255) per image between the device path's training crops and the CPU
     path's (ranklit's workers), under the same seeds: nvJPEG and the device's resize against libjpeg-turbo, Pillow's
     reduced decoding and the CPU's resize."""
-    from ranklit.data._crop_first import crop_first
-    from ranklit.data._device_decode import decode_encoded
-    from ranklit.data._encoded import collate
-    from ranklit.data.transforms import train_transform
+    from ranklit.data.images._crop_first import crop_first
+    from ranklit.data.images._device_decode import decode_encoded
+    from ranklit.data.images._encoded import collate
+    from ranklit.data.images.transforms import train_transform
 
     cpu, on_device = crop_first(train_transform(224), on_device=True), crop_first(train_transform(224), on_device=True)
     on_device.encode = True

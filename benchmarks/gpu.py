@@ -113,7 +113,7 @@ def metrics_table(size: dict[str, Any], device: torch.device, repeat: int) -> li
     ``Q x N`` scores; the bare product's floor counts them written once)."""
     from torchmetrics.retrieval import RetrievalMAP
 
-    from ranklit.functional._metrics import retrieval_metric_tensors
+    from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 
     embeddings, labels = _embeddings(size["n"], size["dim"], size["classes"], device)
     n, dim, sample = embeddings.shape[0], embeddings.shape[1], size["sample"]

@@ -10,7 +10,7 @@ The same 64 generated JPEGs as ``dataloading.py`` (quality 90). Rows, in ms per 
 
 - **decode** rows: ``Image.open(f).load()`` (Pillow), ``Image.open(f).convert("RGB")`` (what ``ImageFolder``
   calls: on an RGB image, the decode and a copy), torchvision's decode as ranklit runs it
-  (``ranklit.data._tensor_jpeg.decode_rgb``: the file read included);
+  (``ranklit.data.images._tensor_jpeg.decode_rgb``: the file read included);
 - **item** rows: the plain pipeline's loader and transform, and ranklit's ``CropFirst.from_file`` seeded as its
   sampler seeds every item, decoding, and with ``encode`` (``data.decode_on_device``: the file read, its header and
   the draws; the decode is the device's);
@@ -42,9 +42,9 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule
-from ranklit.data._crop_first import crop_first
-from ranklit.data._tensor_jpeg import decode_rgb
-from ranklit.data.transforms import train_transform
+from ranklit.data.images._crop_first import crop_first
+from ranklit.data.images._tensor_jpeg import decode_rgb
+from ranklit.data.images.transforms import train_transform
 
 
 class _Ready(Dataset):

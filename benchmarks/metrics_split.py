@@ -43,7 +43,8 @@ def _timed_counting(module: Any, spent: list[float]) -> Callable[..., Any]:
 
 def split(embeddings: torch.Tensor, labels: torch.Tensor, queries: int, repeats: int) -> tuple[float, ...]:
     """``(total, product, counting)`` medians in seconds of one configuration."""
-    from ranklit.functional import _hierarchical_metrics, _positive_ranks, _symmetric_ranks, retrieval_metrics
+    from ranklit.functional.metrics import _hierarchical as _hierarchical_metrics
+    from ranklit.functional.metrics import _positive_ranks, _symmetric_ranks, retrieval_metrics
 
     if queries:
         args = (embeddings[:queries], labels[:queries])

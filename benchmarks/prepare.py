@@ -3,11 +3,11 @@
 A synthetic ``.tar.gz`` of ``--size`` MiB (``--files`` incompressible files, like JPEGs) is served from 127.0.0.1 by
 the test suite's Range server (``tests/data/prepare/server.py``). Measured, each the best of ``--repeat`` runs:
 
-- ``download``: :func:`ranklit.data._prepare._download.download` of the whole file, and the same with the connection
+- ``download``: :func:`ranklit.data.prepare._download.download` of the whole file, and the same with the connection
   dropped halfway (resumed with HTTP Range: bytes served / archive size);
-- ``digests``: :func:`~ranklit.data._prepare._download.digests` (MD5 and SHA-256 in one read) against ``sha256sum``
+- ``digests``: :func:`~ranklit.data.prepare._download.digests` (MD5 and SHA-256 in one read) against ``sha256sum``
   and ``md5sum`` one after the other;
-- ``unpack``: :func:`ranklit.data._prepare._extraction.unpack` (every entry checked, ``data`` filter) against
+- ``unpack``: :func:`ranklit.data.prepare._extraction.unpack` (every entry checked, ``data`` filter) against
   ``tarfile.extractall`` without checks and GNU ``tar -xzf``.
 
 Run from the repository root (about a minute at the default size)::
@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ranklit.data._prepare._download import digests, download
-from ranklit.data._prepare._extraction import unpack
+from ranklit.data.prepare._download import digests, download
+from ranklit.data.prepare._extraction import unpack
 from tests.data.prepare.server import Served, serving
 
 _MIB = 1 << 20

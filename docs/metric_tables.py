@@ -1,11 +1,11 @@
 """The metrics table of the spec page and of the metrics' API page, generated at every docs build from the one place
-each metric is declared: :data:`ranklit.functional.binary_metrics.BINARY_METRICS` (key, title, definition of each
+each metric is declared: :data:`ranklit.functional.metrics.binary.BINARY_METRICS` (key, title, definition of each
 binary metric) and :data:`ranklit.functional.relevance.HIERARCHICAL_METRICS` (the hierarchical ones). A page holds
 the line ``<!-- metrics-table -->`` where the table goes (docs/gen_pages.py writes it; a test checks it)."""
 
 from __future__ import annotations
 
-from ranklit.functional.binary_metrics import BINARY_METRICS
+from ranklit.functional.metrics.binary import BINARY_METRICS
 from ranklit.functional.relevance import HIERARCHICAL_METRICS
 
 MARKER = "<!-- metrics-table -->"

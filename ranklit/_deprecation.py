@@ -1,8 +1,8 @@
 """The one way ranklit deprecates a public name once a release has published it: a ``FutureWarning`` (shown by
 default, as torchmetrics does, unlike ``DeprecationWarning``) naming the new spelling and the release that removes the
-old one. A moved name stays where it was as a small shim that calls :func:`deprecated_alias`; nothing else deprecates.
-
-No shim exists today: every move before the first release was made without one (nothing had been published).
+old one. A moved name stays where it was as a small shim that calls :func:`deprecated_alias`; a moved module stays as
+a file that calls :func:`moved_module` (the public modules that 0.2.0 moved into the domain sub-packages of
+``ranklit.functional`` and ``ranklit.data``); nothing else deprecates.
 
 Example:
     >>> import warnings
@@ -20,11 +20,13 @@ Example:
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["deprecated_alias", "warn_deprecated"]
+__all__ = ["deprecated_alias", "moved_module", "warn_deprecated"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,3 +48,23 @@ def warn_deprecated(old: str, new: str, removed_in: str, *, stacklevel: int = 2)
     """The deprecation warning itself: ``FutureWarning`` naming ``old``, ``new`` and the release ``removed_in``."""
     message = f"`{old}` is deprecated: use `{new}` (removed in ranklit {removed_in})."
     warnings.warn(message, FutureWarning, stacklevel=stacklevel)
+
+
+def moved_module(old: str, new: str, removed_in: str) -> None:
+    """Called by the shim file left at a moved public module's old path ``old``: importing it warns once (the
+    ``FutureWarning`` of :func:`warn_deprecated`, attributed to the importing line) and gives the module ``new`` itself,
+    so that ``old.name`` is ``new.name`` (same objects, same pickles).
+
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     moved_module("ranklit.old_home", "ranklit.functional.floating_point", "0.3.0")
+    >>> sys.modules["ranklit.old_home"] is sys.modules["ranklit.functional.floating_point"]
+    True
+    >>> print(caught[0].message)
+    `ranklit.old_home` is deprecated: use `ranklit.functional.floating_point` (removed in ranklit 0.3.0).
+    >>> del sys.modules["ranklit.old_home"]
+    """
+    module = importlib.import_module(new)
+    # 1 warn_deprecated, 2 here, 3 the shim's body, 4 the import statement (the import system's frames are skipped)
+    warn_deprecated(old, new, removed_in, stacklevel=4)
+    sys.modules[old] = module

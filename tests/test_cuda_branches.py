@@ -20,9 +20,9 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ranklit.callbacks._resume import random_states, set_random_states
-from ranklit.functional import _counting, _sharding
-from ranklit.functional._metric_options import metrics_chunk_size
-from ranklit.functional._symmetric_ranks import symmetric_tile_size
+from ranklit.functional.metrics import _counting, _sharding
+from ranklit.functional.metrics._options import metrics_chunk_size
+from ranklit.functional.metrics._symmetric_ranks import symmetric_tile_size
 from ranklit.training import _multistage as multistage
 
 GPU = torch.device("cuda", 1)
@@ -164,7 +164,7 @@ def test_resume_saves_and_restores_the_cuda_random_states(monkeypatch, tmp_path)
 
 def test_losses_and_metrics_turn_a_cuda_autocast_off_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under ``bf16-mixed`` on a GPU the autocast that is on is CUDA's: ``autocast_off`` must leave that one."""
-    from ranklit.functional import precision
+    from ranklit.functional import floating_point as precision
 
     entered: list[tuple[str, bool]] = []
     real_autocast = torch.autocast

@@ -63,7 +63,7 @@ def _parse_run_command(args: list[str]) -> None:
     from ranklit._compat.lightning import parse_only
     from ranklit.cli._app import RanklitCLI, command_line
     from ranklit.cli._config_files import resolve_config_paths
-    from ranklit.cli._error_surface import check_command_line
+    from ranklit.cli._errors._surface import check_command_line
     from ranklit.data import RetrievalDataModule
     from ranklit.models import RetrievalModule
 

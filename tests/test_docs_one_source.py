@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ranklit.data.decoding import IMAGE_EXTENSIONS
+from ranklit.data.images.decoding import IMAGE_EXTENSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,8 +20,8 @@ import torch
 
 from ranklit.callbacks._resume import random_states, set_random_states
 from ranklit.functional import hap_surrogate, retrieval_metrics, smooth_rank_engine, supap_loss
-from ranklit.functional._metric_options import metrics_chunk_size
-from ranklit.functional._symmetric_ranks import symmetric_tile_size
+from ranklit.functional.metrics._options import metrics_chunk_size
+from ranklit.functional.metrics._symmetric_ranks import symmetric_tile_size
 from ranklit.losses import HAPLoss, ROADMAPLoss, SmoothAPLoss, SupAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import MultistageBackprop, multistage_backward
@@ -65,9 +65,9 @@ def _on(device: torch.device, problem: dict) -> dict:
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_compiled_kernel_counts_equal_the_torch_counts_on_its_own_scores(strict: bool) -> None:
-    from ranklit.functional._kernel_counts import KernelCounter
-    from ranklit.functional._positive_ranks import SortedKeys, positive_counts
     from ranklit.functional.inputs import prepare_inputs
+    from ranklit.functional.metrics._kernel_counts import KernelCounter
+    from ranklit.functional.metrics._positive_ranks import SortedKeys, positive_counts
 
     p = _on(CUDA, _kernel_problem(1, integers=False))
     x = prepare_inputs(p["embeddings"], p["labels"], ref_embeddings=p["ref_embeddings"], ref_labels=p["ref_labels"],
@@ -91,8 +91,8 @@ def test_compiled_kernel_counts_equal_the_torch_counts_on_its_own_scores(strict:
 def test_gpu_metrics_through_the_kernel_equal_the_cpu_ties_included(
     case: str, ties: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ranklit.functional import _kernel_counts
-    from ranklit.functional._metrics import retrieval_metric_tensors
+    from ranklit.functional.metrics import _kernel_counts
+    from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 
     launches = []
     real = _kernel_counts.KernelCounter.counts
@@ -179,10 +179,10 @@ def test_decoding_on_the_gpu_is_within_tolerance_of_the_cpu_path(tmp_path) -> No
     the worker)."""
     from PIL import Image
 
-    from ranklit.data._crop_first import crop_first
-    from ranklit.data._device_decode import decode_encoded, device_decoder
-    from ranklit.data._encoded import collate
-    from ranklit.data.transforms import test_transform, train_transform
+    from ranklit.data.images._crop_first import crop_first
+    from ranklit.data.images._device_decode import decode_encoded, device_decoder
+    from ranklit.data.images._encoded import collate
+    from ranklit.data.images.transforms import test_transform, train_transform
     from tests.data.test_decoding import _photo
 
     assert device_decoder(CUDA) is not None  # nvJPEG reads the probes as Pillow does within PROBE_TOLERANCE["cuda"]

@@ -29,7 +29,7 @@ HELPERS = {
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 # the smooth-rank losses' Triton engine imports triton (shipped with torch's Linux CUDA wheels) inside its functions,
 # where it runs: ranklit imports without it (docs/spec.md "Engines")
-TRITON_ENGINE = tuple(f"ranklit.functional.{m} imports triton" for m in ("_rank_engine", "_rank_sum_kernels"))
+TRITON_ENGINE = tuple(f"ranklit.functional._kernels.{m} imports triton" for m in ("_rank_engine", "_rank_sum_kernels"))
 
 
 def _imports(path: Path) -> set[str]:
@@ -69,7 +69,7 @@ def _offending(modules: str, allowed: object) -> list[str]:
 
 
 def test_the_checks_see_the_whole_package() -> None:
-    assert {"ranklit.cli._app", "ranklit.callbacks._resume", "ranklit.functional._metrics"} <= set(SOURCES)
+    assert {"ranklit.cli._app", "ranklit.callbacks._resume", "ranklit.functional.metrics._retrieval"} <= set(SOURCES)
     assert "ranklit.cli._app" in SOURCES["ranklit.cli"]  # `from ranklit.cli._app import ...` is seen
 
 
@@ -197,8 +197,8 @@ def test_the_core_imports_the_core_install_only() -> None:
 def test_losses_metrics_and_data_do_not_import_lightning() -> None:
     """The layout promise: a user who wants only a loss, a metric or a dataset does not pull in Lightning."""
     code = (
-        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, ranklit.data.transforms; "
-        "bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
+        "import sys, ranklit.losses, ranklit.metrics, ranklit.functional, ranklit.data, "
+        "ranklit.data.images.transforms; bad = [m for m in ('lightning', 'pytorch_lightning') if m in sys.modules]; "
         "assert not bad, bad"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled_timeout(120))
@@ -208,7 +208,7 @@ def test_losses_metrics_and_data_do_not_import_lightning() -> None:
 def test_triton_is_imported_inside_functions_only() -> None:
     """``import ranklit.functional`` works where Triton does not import (macOS, Windows, CPU-only wheels)."""
     for module in ("_rank_engine", "_rank_sum_kernels"):
-        tree = ast.parse((PACKAGE / "functional" / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse((PACKAGE / "functional" / "_kernels" / f"{module}.py").read_text(encoding="utf-8"))
         top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         assert not [node for node in top if "triton" in ast.unparse(node)], module
 

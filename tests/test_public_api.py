@@ -46,27 +46,41 @@ def public_names() -> Iterator[str]:
                 yield f"{package}.{name}"
 
 
+# The public modules 0.2.0 moved into the domain sub-packages: each old path is a shim until 0.3.0
+# (ranklit._deprecation.moved_module; tests/test_moved_modules.py).
+MOVED_MODULES = (
+    ("ranklit.functional.binary_metrics", "ranklit.functional.metrics.binary"),
+    ("ranklit.functional.hyperparameters", "ranklit.functional.losses.hyperparameters"),
+    ("ranklit.functional.loss_utils", "ranklit.functional.losses.contract"),
+    ("ranklit.functional.metric_engine", "ranklit.functional.metrics.engine"),
+    ("ranklit.functional.precision", "ranklit.functional.floating_point"),
+    ("ranklit.data.decoding", "ranklit.data.images.decoding"),
+    ("ranklit.data.preprocess", "ranklit.data.images.preprocess"),
+    ("ranklit.data.sampler_base", "ranklit.data.samplers.base"),
+    ("ranklit.data.transforms", "ranklit.data.images.transforms"),
+)
+
 # The modules whose names are public besides the packages' own: the extension points the API pages document
 # (CONTRIBUTING "The public API and deprecations"). Every other module starts with `_`.
 PUBLIC_MODULES = {
     "ranklit.errors",
     "ranklit.functional.reducers",
-    "ranklit.functional.binary_metrics",
-    "ranklit.functional.hyperparameters",
-    "ranklit.functional.metric_engine",
-    "ranklit.functional.precision",
+    "ranklit.functional.metrics.binary",
+    "ranklit.functional.losses.hyperparameters",
+    "ranklit.functional.metrics.engine",
+    "ranklit.functional.floating_point",
     "ranklit.functional.inputs",
-    "ranklit.functional.loss_utils",
+    "ranklit.functional.losses.contract",
     "ranklit.functional.ranking",
     "ranklit.functional.relevance",
     "ranklit.functional.sample_ids",
     "ranklit.functional.ties",
     "ranklit.losses.base",
-    "ranklit.data.decoding",
+    "ranklit.data.images.decoding",
     "ranklit.data.inspection",
-    "ranklit.data.preprocess",
-    "ranklit.data.sampler_base",
-    "ranklit.data.transforms",
+    "ranklit.data.images.preprocess",
+    "ranklit.data.samplers.base",
+    "ranklit.data.images.transforms",
     "ranklit.data.datasets.base",
     "ranklit.data.datasets.validation",
     "ranklit.index.descriptors",
@@ -74,6 +88,7 @@ PUBLIC_MODULES = {
     "ranklit.landmarks.ground_truth",
     "ranklit.landmarks.postprocess",
     "ranklit.training.stops",
+    *(old for old, _ in MOVED_MODULES),
 }
 
 

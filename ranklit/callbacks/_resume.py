@@ -20,7 +20,7 @@ callback positions the sampler, then re-creates the iterator so that the dispatc
 restores the random states so that the resumed stream continues exactly where the checkpoint left it. Lightning's
 "dataloader is not resumable" warning is silenced once the position is restored (it lives in this callback, not in
 the loader). **Loader workers:** a worker's random state depends on when its iterator was created, so the ranklit
-samplers attach a seed to every index they yield (:class:`ranklit.data.sampler_base.SeededIndex`, from the sampler's
+samplers attach a seed to every index they yield (:class:`ranklit.data.samplers.base.SeededIndex`, from the sampler's
 seed, the epoch and the slot) and ranklit datasets augment each image under it: a resumed run with workers draws the
 same crops and flips as the uninterrupted one.
 

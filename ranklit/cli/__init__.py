@@ -5,7 +5,7 @@
 - :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
 - :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
 - :mod:`ranklit.cli._slurm` — ``--requeue`` and ranklit's own handling of SLURM's ``SIGUSR1``.
-- :mod:`ranklit.cli._error_surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
+- :mod:`ranklit.cli._errors._surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli._data_check` — ``ranklit data check``.
 - :mod:`ranklit.cli._prepare_command` — ``ranklit data prepare``, the face of :func:`ranklit.data.prepare_dataset`.
 

@@ -72,7 +72,7 @@ from ranklit.cli._checkpoint_settings import (
 from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._commands import COMMANDS, find, run
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
-from ranklit.cli._error_surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
+from ranklit.cli._errors._surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
 from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
 from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
@@ -107,7 +107,7 @@ class RanklitCLI(CheckpointSettingsCLI):
 
     @override
     def instantiate_classes(self) -> None:
-        """Build the run; a configured class's refusal of a value is a user error (ranklit.cli._error_surface)."""
+        """Build the run; a configured class's refusal of a value is a user error (ranklit.cli._errors._surface)."""
         try:
             super().instantiate_classes()
         except BUILD_ERRORS as error:

@@ -27,7 +27,7 @@ from jsonargparse import Namespace
 from lightning.pytorch.cli import LightningArgumentParser
 
 from ranklit._compat.lightning import parse_only
-from ranklit.cli._error_surface import BUILD_ERRORS, as_user_error
+from ranklit.cli._errors._surface import BUILD_ERRORS, as_user_error
 from ranklit.data import BrokenLinksWarning, RetrievalDataModule
 from ranklit.data.inspection import inspect_split, leaks, report_lines, splits_with_images
 from ranklit.errors import UserError

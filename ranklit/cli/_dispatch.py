@@ -116,12 +116,12 @@ def _refuse(message: str) -> NoReturn:
 
 
 def _lean(run: Callable[[], None]) -> bool:
-    """Run a command that needs no Lightning; its errors go through :func:`ranklit.cli._error_surface.user_errors`,
+    """Run a command that needs no Lightning; its errors go through :func:`ranklit.cli._errors._surface.user_errors`,
     imported only then (that module needs Lightning for the run commands' parser)."""
     try:
         run()
     except Exception:
-        from ranklit.cli._error_surface import user_errors
+        from ranklit.cli._errors._surface import user_errors
 
         with user_errors():
             raise

@@ -34,7 +34,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def model_from_options(options: argparse.Namespace, command: str) -> LoadedModel:
     """The network of ``--config`` with the weights of ``--ckpt_path``; no config is a user error naming the run's."""
-    from ranklit.cli._error_surface import missing_config
+    from ranklit.cli._errors._surface import missing_config
     from ranklit.deploy import load_model
 
     if options.config is None:

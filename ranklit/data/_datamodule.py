@@ -20,12 +20,12 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
-from ranklit.data._crop_first import CropFirst, crop_first, normalise_on_device
-from ranklit.data._device_decode import decode_encoded, device_decoder
-from ranklit.data._encoded import EncodedImages, collate
-from ranklit.data._unreadable import EVALUATION_STOP
 from ranklit.data.datasets.base import RetrievalDataset
-from ranklit.data.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from ranklit.data.images._crop_first import CropFirst, crop_first, normalise_on_device
+from ranklit.data.images._device_decode import decode_encoded, device_decoder
+from ranklit.data.images._encoded import EncodedImages, collate
+from ranklit.data.images._unreadable import EVALUATION_STOP
+from ranklit.data.images.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
 from ranklit.errors import UserError
 
 __all__ = ["BatchSamplerFactory", "RetrievalDataModule"]

@@ -1,7 +1,7 @@
 """What ``ranklit data check`` finds in datasets: every image decoded, sizes and modes, duplicates across splits.
 
 :func:`inspect_split` reads every file of a dataset once: its SHA-1 (exact duplicate files), its size and mode as
-Pillow opens it, and a full decode with :func:`ranklit.data.decoding.load_image` (a truncated or corrupt file is
+Pillow opens it, and a full decode with :func:`ranklit.data.images.decoding.load_image` (a truncated or corrupt file is
 *unreadable*). :func:`leaks` finds files with the same content in the training split and an evaluation split (an
 evaluation image seen in training: a leak that inflates every metric). :func:`report_lines` turns it into the
 summary a user acts on.
@@ -20,7 +20,7 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit.data.datasets.validation import examples
-from ranklit.data.decoding import load_image
+from ranklit.data.images.decoding import load_image
 
 __all__ = ["SplitReport", "inspect_split", "leaks", "report_lines", "splits_with_images"]
 
@@ -77,7 +77,7 @@ def inspect_split(name: str, dataset: object, progress: bool = True) -> SplitRep
     for index in _bar(range(len(paths)), f"data check: {name}", progress):
         path = paths[index]
         try:
-            read(index)  # first: a UserError for every cause (ranklit.data._unreadable), a bomb included
+            read(index)  # first: a UserError for every cause (ranklit.data.images._unreadable), a bomb included
             content = Path(path).read_bytes()
             with Image.open(path) as image:
                 report.sizes.append(image.size)

@@ -11,7 +11,7 @@ axis ``B``; output ``embeddings`` ``[B, D]``. Multi-scale evaluation (``model.ev
 After writing, the file is loaded back (onnxruntime for ONNX, when installed) and run on a batch of random images;
 the largest absolute difference with the network is recorded in the card (``export.max_abs_diff``) and an export that
 differs by more than ``1e-4`` is refused. Beside the model, ``ranklit_preprocess.py`` (a copy of
-:mod:`ranklit.data.preprocess`: numpy and Pillow only) turns an image file into the network's input as ranklit
+:mod:`ranklit.data.images.preprocess`: numpy and Pillow only) turns an image file into the network's input as ranklit
 does; the preprocessing is not part of the graph (decoding, orientation and transparency are not tensor operations,
 and an image's size sets the resize).
 """
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ranklit.data import preprocess as preprocess_module
+from ranklit.data.images import preprocess as preprocess_module
 from ranklit.deploy._model import PREPROCESS_FILE, LoadedModel
 from ranklit.errors import UserError
 

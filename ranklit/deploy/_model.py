@@ -13,7 +13,7 @@ without ranklit's config machinery and an index is never searched with another m
      "config": {...}}
 
 ``preprocessing`` is the complete recipe from an image file to the network's input (decoding, EXIF orientation,
-transparency over white, resize, crop, normalisation: :data:`ranklit.data.preprocess.RECIPE`), which the file
+transparency over white, resize, crop, normalisation: :data:`ranklit.data.images.preprocess.RECIPE`), which the file
 ``ranklit_preprocess.py`` that ``ranklit export`` writes beside the model computes with numpy and Pillow only.
 ``model_sha256`` hashes the network's weights (names, shapes, values): two cards describe the same model iff their
 hashes agree. ``config`` is the YAML config the network was built from, as read.
@@ -40,7 +40,7 @@ __all__ = ["CARD_FORMAT", "PREPROCESS_FILE", "LoadedModel", "load_model", "weigh
 
 CARD_FORMAT = "ranklit-model"
 PREPROCESS_FILE = "ranklit_preprocess.py"
-"""What ``ranklit export`` names its copy of :mod:`ranklit.data.preprocess`, beside the model."""
+"""What ``ranklit export`` names its copy of :mod:`ranklit.data.images.preprocess`, beside the model."""
 
 
 def weights_sha256(net: nn.Module) -> str:
@@ -75,7 +75,7 @@ class LoadedModel:
 
     def transform(self) -> Any:
         """The evaluation transform of the card: resize the shorter side, centre-crop, normalise."""
-        from ranklit.data.transforms import test_transform
+        from ranklit.data.images.transforms import test_transform
 
         p = self.card["preprocessing"]
         style = {"mean": tuple(p["mean"]), "std": tuple(p["std"]), "interpolation": p["interpolation"]}
@@ -150,7 +150,7 @@ def load_model(config: str | Path, ckpt_path: str | Path) -> LoadedModel:
         UserError: a missing file, a config without ``model.net``, or a checkpoint whose network does not fit it.
     """
     from ranklit.data import RetrievalDataModule, recorded_preprocessing
-    from ranklit.data.preprocess import RECIPE
+    from ranklit.data.images.preprocess import RECIPE
 
     config, ckpt_path = Path(config), Path(ckpt_path)
     tree = _read_config(config)

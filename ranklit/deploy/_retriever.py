@@ -21,7 +21,7 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit._checkpoint import load_checkpoint
-from ranklit.data.decoding import load_image
+from ranklit.data.images.decoding import load_image
 from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
 from ranklit.deploy._model import LoadedModel, _build_net, weights_sha256

@@ -1,24 +1,29 @@
-"""Pure-torch ranking machinery, losses and metrics (no Lightning).
+"""Pure-torch ranking machinery, losses and metrics (no Lightning), one sub-package a domain.
 
-Public modules are the losses' and metrics' math and the extension points a contributor builds on: ``inputs.py``
-(``RetrievalInputs``, ``prepare_inputs``), ``loss_utils.py``, ``ranking.py`` (``map_query_chunks``),
-``reducers.py`` (``Reducer``: per-query terms to a loss), ``binary_metrics.py`` (the one table where a binary metric is
-declared), ``ties.py`` (``TiedPositives``, what a
-declared metric receives) and ``sample_ids.py`` (shared by the cross-batch memory and the decomposability gap). The
-machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``_counting``, ``_positive_ranks``,
-``_symmetric_ranks``, ``_sharding``, ``_query_values``, ``_metric_options``; so is the Triton engine of the smooth-rank
-losses (``_rank_engine``, ``_rank_sums``, ``_rank_sum_kernels``), whose choice :func:`smooth_rank_engine` tells.
+- :mod:`ranklit.functional.losses` — the functional losses; its public modules ``contract`` (a loss's checks and
+  reduction) and ``hyperparameters`` are the extension points of a new loss;
+- :mod:`ranklit.functional.metrics` — the exact metrics (:func:`retrieval_metrics`); its public modules ``binary``
+  (the one table where a binary metric is declared) and ``engine`` (what :mod:`ranklit.metrics` builds on);
+- ``_kernels`` — the Triton kernels and their launchers, whose choice for the smooth-rank losses
+  :func:`smooth_rank_engine` tells;
+- the shared basics: ``inputs`` (``RetrievalInputs``, ``prepare_inputs``), ``ranking`` (``map_query_chunks``),
+  ``reducers`` (``Reducer``: per-query terms to a loss), ``ties`` (``TiedPositives``, what a declared metric
+  receives), ``relevance``, ``floating_point`` (autocast off) and ``sample_ids`` (shared by the cross-batch memory and
+  the decomposability gap).
+
+The public names are this package's ``__all__``; the old module paths of 0.1.0 (``loss_utils``, ``binary_metrics``,
+``metric_engine``, ``hyperparameters``, ``precision``) work until 0.3.0 with a ``FutureWarning``.
 """
 
-from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
-from ranklit.functional._blackbox import blackbox_ap_loss
-from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
-from ranklit.functional._metrics import retrieval_metrics
-from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
-from ranklit.functional._proxies import cluster_loss, csl_loss
-from ranklit.functional._rank_engine import smooth_rank_engine
-from ranklit.functional._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
-from ranklit.functional._triplet import triplet_loss
+from ranklit.functional._kernels._rank_engine import smooth_rank_engine
+from ranklit.functional.losses._binned_ap import fastap_loss, softbin_ap_loss
+from ranklit.functional.losses._blackbox import blackbox_ap_loss
+from ranklit.functional.losses._hap import HAPOptions, hap_loss, hap_surrogate
+from ranklit.functional.losses._pair_losses import calibration_loss, contrastive_loss
+from ranklit.functional.losses._proxies import cluster_loss, csl_loss
+from ranklit.functional.losses._smooth_rank import SupAPOptions, smooth_ap_loss, supap_loss
+from ranklit.functional.losses._triplet import triplet_loss
+from ranklit.functional.metrics._retrieval import retrieval_metrics
 from ranklit.functional.reducers import (
     ActiveReducer,
     ClassBalancedReducer,

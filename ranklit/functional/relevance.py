@@ -38,7 +38,7 @@ HIERARCHICAL_METRICS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 """The metrics of hierarchical labels, declared once: ``(key, title, definition)`` (what the documentation's tables
-show; the values are computed together by ``ranklit.functional._hierarchical_metrics``)."""
+show; the values are computed together by ``ranklit.functional.metrics._hierarchical``)."""
 
 
 def relevance(levels: Tensor, num_levels: int, alpha: float = 1.0, valid: Tensor | None = None) -> Tensor:

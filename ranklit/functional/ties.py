@@ -7,7 +7,7 @@ Equal scores form a *tie group*, whose order the scores do not define. For a pos
 * ``"pessimistic"``: the group's negatives first, then its positives: ``rank = a + n - p + i``, ``rank+ = a+ + i``;
 * ``"optimistic"``: its positives first: ``rank = a + i``, ``rank+ = a+ + i``;
 * ``"average"``: the expectation over the ``n!`` orderings, in closed form from ``(a, n, a+, p)``
-  (:mod:`ranklit.functional.binary_metrics`).
+  (:mod:`ranklit.functional.metrics.binary`).
 
 ``a + n = #{j : s_j >= s_k}`` and ``a = #{j : s_j > s_k}`` are counts over the row; ``p``, ``i`` and ``a+`` follow from
 the positives' own scores sorted in decreasing order. Only the pessimistic policy can do without ``a`` (one count per
@@ -38,7 +38,8 @@ TIES = ("pessimistic", "average", "optimistic")
 
 class TiedScoresWarning(UserWarning):
     """Emitted once per evaluation by ``retrieval_metrics``/``RetrievalMetrics`` when a large share of the scores tie
-    and the figures depend on the ``ties`` policy (:mod:`ranklit.functional._tie_share`); filter it by this class."""
+    and the figures depend on the ``ties`` policy (:mod:`ranklit.functional.metrics._tie_share`); filter it by this
+    class."""
 
 
 def check_ties(ties: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ranklit.data.datasets.base import RetrievalDataset
-from ranklit.data.transforms import full_size_transform
+from ranklit.data.images.transforms import full_size_transform
 from ranklit.landmarks._datasets import RevisitedLandmarks
 
 __all__ = ["RevisitedBenchmark", "RevisitedTestSet"]
@@ -51,7 +51,7 @@ class RevisitedTestSet(RetrievalDataset):
     Args:
         root: the folder holding one sub-folder per benchmark.
         names: the benchmarks, among ``roxford5k`` and ``rparis6k``.
-        transform: applied to every image (default :func:`ranklit.data.transforms.full_size_transform` of
+        transform: applied to every image (default :func:`ranklit.data.images.transforms.full_size_transform` of
             ``max_size``; the datamodule's resize-and-crop evaluation transform is not used).
         max_size: longer side of the test images (downscaled when larger, never upscaled); ``None``: as stored.
         whitening_dataset: images embedded with the test set to learn a whitening from

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ranklit.functional.binary_metrics import average_precision, expected_precisions
 from ranklit.functional.inputs import check_embeddings, compute_dtype
-from ranklit.functional.metric_engine import metrics_chunk_size, positive_counts
+from ranklit.functional.metrics.binary import average_precision, expected_precisions
+from ranklit.functional.metrics.engine import metrics_chunk_size, positive_counts
 from ranklit.functional.ranking import select_columns
 from ranklit.functional.ties import TiedPositives, check_ties, tie_positives
 from ranklit.index import Descriptors, MappedDescriptors, as_descriptors, query_scores

@@ -5,8 +5,8 @@ from __future__ import annotations
 from torch import Tensor
 
 from ranklit.functional import calibration_loss
-from ranklit.functional.hyperparameters import check_margins, check_reduction
 from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.losses.hyperparameters import check_margins, check_reduction
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import BinaryRetrievalLoss, binary_positives, checked_reducer

@@ -9,8 +9,8 @@ from torch import Tensor, nn
 
 from ranklit._checks import check_positive, check_positive_int
 from ranklit.functional import cluster_loss
-from ranklit.functional.hyperparameters import check_class_ids
 from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.losses.hyperparameters import check_class_ids
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import EmbeddingLoss, checked_reducer

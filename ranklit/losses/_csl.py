@@ -9,8 +9,8 @@ from torch import Tensor, nn
 
 from ranklit._checks import check_positive
 from ranklit.functional import csl_loss
-from ranklit.functional.hyperparameters import check_class_ids
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy
+from ranklit.functional.losses.hyperparameters import check_class_ids
 from ranklit.losses._cluster import check_proxy_dimension, require_proxies, sized_proxies
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import EmbeddingLoss

@@ -6,8 +6,8 @@ from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional import contrastive_loss, triplet_loss
-from ranklit.functional.hyperparameters import check_margins, check_mining
 from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.losses.hyperparameters import check_margins, check_mining
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import BinaryRetrievalLoss, RetrievalLoss, binary_positives, checked_reducer

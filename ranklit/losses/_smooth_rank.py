@@ -8,8 +8,8 @@ from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional import SupAPOptions, smooth_ap_loss, supap_loss
-from ranklit.functional.hyperparameters import check_engine
 from ranklit.functional.inputs import RetrievalInputs
+from ranklit.functional.losses.hyperparameters import check_engine
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import BinaryRetrievalLoss, binary_positives, checked_reducer

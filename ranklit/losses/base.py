@@ -33,9 +33,9 @@ import torch
 from torch import Tensor, nn
 
 from ranklit._checks import check_flag
+from ranklit.functional.floating_point import full_precision
 from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
-from ranklit.functional.loss_utils import require_positive_queries
-from ranklit.functional.precision import full_precision
+from ranklit.functional.losses.contract import require_positive_queries
 from ranklit.functional.reducers import Reducer, get_reducer
 
 __all__ = ["EmbeddingLoss", "RetrievalLoss", "BinaryRetrievalLoss", "binary_positives", "checked_reducer"]

@@ -2,7 +2,7 @@
 
 Each class is declared with ``@register_metric`` (:mod:`ranklit.metrics._registry`): that declaration fills
 ``__all__`` and :func:`list_metrics`; the binary metrics they compute are declared once in
-:data:`ranklit.functional.binary_metrics.BINARY_METRICS` (``list_metrics(keys=True)``).
+:data:`ranklit.functional.metrics.binary.BINARY_METRICS` (``list_metrics(keys=True)``).
 """
 
 from ranklit.metrics._decomposability import DecomposabilityGap as DecomposabilityGap

@@ -1,5 +1,5 @@
 """One declaration per metric: :func:`register_metric` next to each ``Metric`` class of :mod:`ranklit.metrics`, and
-the table :data:`ranklit.functional.binary_metrics.BINARY_METRICS` for the per-query binary metrics they compute.
+the table :data:`ranklit.functional.metrics.binary.BINARY_METRICS` for the per-query binary metrics they compute.
 
 From them come ``ranklit.metrics.__all__`` (the classes) and :func:`list_metrics`.
 """
@@ -11,7 +11,7 @@ from typing import TypeVar
 from torchmetrics import Metric
 
 from ranklit._public import publish
-from ranklit.functional.binary_metrics import BINARY_METRICS
+from ranklit.functional.metrics.binary import BINARY_METRICS
 
 __all__ = ["register_metric", "list_metrics"]
 
@@ -46,7 +46,7 @@ def register_metric(cls: MetricT) -> MetricT:
 
 def list_metrics(*, keys: bool = False) -> list[str]:
     """The metric classes of ``ranklit.metrics``, sorted; with ``keys=True`` the binary metrics every retrieval
-    evaluation computes, as the result keys of :data:`~ranklit.functional.binary_metrics.BINARY_METRICS` (``{k}``:
+    evaluation computes, as the result keys of :data:`~ranklit.functional.metrics.binary.BINARY_METRICS` (``{k}``:
     one key per cut-off, e.g. ``recall_at_{k}`` gives ``recall_at_1``, ``recall_at_2``, ...), in table order.
 
     Example:

@@ -1,8 +1,8 @@
 """``RetrievalMetrics``: the exact retrieval metrics of [spec §1][spec-metrics] as a torchmetrics ``Metric``.
 
 The metric only accumulates embeddings, labels, ids and roles (``dist_reduce_fx="cat"``, so DDP gathers them) and
-calls :func:`ranklit.functional._metrics.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under DDP the
-evaluation itself is split across the processes (:mod:`ranklit.functional._sharding`).
+calls :func:`ranklit.functional.metrics._retrieval.retrieval_metric_tensors` in :meth:`RetrievalMetrics.compute`; under
+DDP the evaluation itself is split across the processes (:mod:`ranklit.functional.metrics._sharding`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ranklit.functional.inputs import (
     check_ids,
     check_labels,
 )
-from ranklit.functional.metric_engine import (
+from ranklit.functional.metrics.engine import (
     check_average,
     check_cutoffs,
     check_recall_at,

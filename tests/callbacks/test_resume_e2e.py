@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 
 from ranklit.callbacks import FaultTolerance, ResumableTraining
 from ranklit.data import PKSampler, SyntheticHierarchy
-from ranklit.data.transforms import test_transform, train_transform
+from ranklit.data.images.transforms import test_transform, train_transform
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.training import CrossBatchMemory, MultistageBackprop

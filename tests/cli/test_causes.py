@@ -1,4 +1,4 @@
-"""The line the command prints for an exception whose fix is the user's (ranklit.cli._causes), case by case."""
+"""The line the command prints for an exception whose fix is the user's (ranklit.cli._errors._causes), case by case."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from ranklit.cli._causes import user_message, worker_message
+from ranklit.cli._errors._causes import user_message, worker_message
 from ranklit.errors import UserError
 from ranklit.models._pretrained import create_pretrained, hub_reachable
 

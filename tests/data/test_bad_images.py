@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from ranklit.data import ClassFolderDataset
-from ranklit.data.decoding import load_image
+from ranklit.data.images.decoding import load_image
 from ranklit.errors import UserError
 from tests.data.layouts import bomb
 

@@ -12,10 +12,11 @@ import pytest
 import torch
 from PIL import Image
 
-from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex, _crop_first
-from ranklit.data._crop_first import crop_first
-from ranklit.data.decoding import load_image
-from ranklit.data.transforms import test_transform, train_transform
+from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex
+from ranklit.data.images import _crop_first
+from ranklit.data.images._crop_first import crop_first
+from ranklit.data.images.decoding import load_image
+from ranklit.data.images.transforms import test_transform, train_transform
 from tests.data.test_decoding import _photo
 
 UNIT = {"mean": (0.0, 0.0, 0.0), "std": (1.0, 1.0, 1.0)}  # outputs in [0, 1]: differences read in 1/255 below
@@ -53,7 +54,7 @@ def _from_file(transform, path: Path, seed: int) -> tuple[torch.Tensor, float]:
 
 @pytest.fixture
 def reductions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The reduction each decode of ranklit.data._crop_first used."""
+    """The reduction each decode of ranklit.data.images._crop_first used."""
     seen: list[int] = []
 
     def spy(path, reduction, **options):

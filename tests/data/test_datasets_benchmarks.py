@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ranklit.data import CUB200, INaturalist2018, InShop, StanfordOnlineProducts, VehicleID
-from ranklit.data import transforms as T
+from ranklit.data.images import transforms as T
 from tests.data import layouts
 
 

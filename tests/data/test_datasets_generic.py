@@ -9,8 +9,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from ranklit.data import ClassFolderDataset, CSVDataset, PKSampler
-from ranklit.data import transforms as T
 from ranklit.data.datasets.base import contiguous_labels, load_image
+from ranklit.data.images import transforms as T
 from tests.data import layouts
 
 _CSV = """path,label,family,split

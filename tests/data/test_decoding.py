@@ -1,4 +1,4 @@
-"""Every image mode Pillow opens is decoded to the RGB pixels a user expects (ranklit.data.decoding)."""
+"""Every image mode Pillow opens is decoded to the RGB pixels a user expects (ranklit.data.images.decoding)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 from torchvision.transforms.v2 import functional as F
 
-from ranklit.data.decoding import load_image, relevant_side
+from ranklit.data.images.decoding import load_image, relevant_side
 
 RAMP = np.tile(np.arange(0, 256, 4, dtype=np.uint8), (8, 1))  # 8 x 64, values 0, 4, ..., 252
 
@@ -106,7 +106,8 @@ def test_reduced_size_decoding_keeps_every_crop_at_least_the_output_size_and_the
 ) -> None:
     """A 1600 x 1200 JPEG for crops of 224 covering >= 16 % (ratio >= 3/4): the shortest crop is 480 px, so 1/2
     (240 px >= 224) is allowed and 1/4 is not; the same crop box (in relative coordinates) of the full and of the
-    reduced decode, resized to 224, differs by under 1.5 / 255 on average (the tolerance of ranklit.data.decoding)."""
+    reduced decode, resized to 224, differs by under 1.5 / 255 on average (the tolerance of
+    ranklit.data.images.decoding)."""
     Image.fromarray(_photo(1600, 1200)).save(tmp_path / "big.jpg", quality=90)
     area = 0.16 * 3 / 4
     assert relevant_side(1600, 1200, area) == pytest.approx(480.0)

@@ -15,12 +15,13 @@ import pytest
 import torch
 from PIL import Image
 
-from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex, _device_decode
-from ranklit.data._crop_first import crop_first
-from ranklit.data._device_decode import decode_encoded, device_decoder
-from ranklit.data._encoded import EncodedImage, EncodedImages, collate
-from ranklit.data.decoding import load_image
-from ranklit.data.transforms import test_transform, train_transform
+from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule, SeededIndex
+from ranklit.data.images import _device_decode
+from ranklit.data.images._crop_first import crop_first
+from ranklit.data.images._device_decode import decode_encoded, device_decoder
+from ranklit.data.images._encoded import EncodedImage, EncodedImages, collate
+from ranklit.data.images.decoding import load_image
+from ranklit.data.images.transforms import test_transform, train_transform
 from tests.data.test_decoding import _photo
 
 TRAIN, TEST = train_transform(224), test_transform(256, 224)

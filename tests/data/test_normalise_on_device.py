@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from ranklit.data import ClassFolderDataset, PKSampler, RetrievalDataModule
-from ranklit.data.transforms import train_transform
+from ranklit.data.images.transforms import train_transform
 from tests.data.test_decoding import _photo
 
 MEAN, STD = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from ranklit.data._samplers import HierarchicalSampler, PKSampler
+from ranklit.data.samplers._pk import HierarchicalSampler, PKSampler
 
 
 def _labels(sizes: list[int]) -> torch.Tensor:

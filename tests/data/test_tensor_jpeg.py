@@ -12,11 +12,11 @@ import torch
 from PIL import Image
 from torchvision.transforms import v2
 
-from ranklit.data import _tensor_jpeg, decoding
-from ranklit.data._crop_first import REDUCE_FROM, crop_first
-from ranklit.data._kernels import kernels
-from ranklit.data.decoding import load_image
-from ranklit.data.transforms import test_transform, train_transform
+from ranklit.data.images import _tensor_jpeg, decoding
+from ranklit.data.images._after_crop import kernels
+from ranklit.data.images._crop_first import REDUCE_FROM, crop_first
+from ranklit.data.images.decoding import load_image
+from ranklit.data.images.transforms import test_transform, train_transform
 from tests.data.test_decoding import _photo
 
 

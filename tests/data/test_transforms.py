@@ -6,7 +6,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ranklit.data import transforms as T
+from ranklit.data.images import transforms as T
 
 
 def _constant(value: int, height: int = 40, width: int = 60) -> torch.Tensor:

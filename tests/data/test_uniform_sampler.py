@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.data._uniform_sampler import UniformBatchSampler
+from ranklit.data.samplers._uniform import UniformBatchSampler
 
 LABELS = torch.arange(22) // 3  # 22 images of 8 classes
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ranklit.data.transforms import test_transform
+from ranklit.data.images.transforms import test_transform
 from ranklit.deploy import Retriever, build_index, load_model
 from ranklit.errors import UserError
 from ranklit.index import DescriptorShards

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.nn.functional import normalize
 
-from ranklit.functional._blackbox import descending_ranks
+from ranklit.functional.losses._blackbox import descending_ranks
 from ranklit.losses import BlackBoxAPLoss
 from tests.losses.cases import CASES, grads, make_case, oracle_args
 from tests.oracles import losses as oracle

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.nn.functional import normalize
 
-from ranklit.functional import _triplet as triplet_module
-from ranklit.functional._triplet import _distance_weighted_negatives
+from ranklit.functional.losses import _triplet as triplet_module
+from ranklit.functional.losses._triplet import _distance_weighted_negatives
 from ranklit.losses import ContrastiveLoss, NormSoftmaxLoss, ProxyNCAPPLoss, TripletLoss
 from tests.losses.cases import CASES, grads, make_case, oracle_args
 from tests.oracles import losses as oracle

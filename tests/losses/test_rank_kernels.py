@@ -20,9 +20,9 @@ import pytest
 import torch
 from torch import Tensor
 
-import ranklit.functional._rank_engine as engines
+import ranklit.functional._kernels._rank_engine as engines
 from ranklit.functional import SupAPOptions, hap_surrogate, smooth_ap_loss, smooth_rank_engine, supap_loss
-from ranklit.functional import _rank_sums as rank_sums
+from ranklit.functional._kernels import _rank_sums as rank_sums
 from ranklit.losses import HAPPIERLoss, ROADMAPLoss, SmoothAPLoss
 from tests.ddp import scaled_timeout
 from tests.losses.cases import make_case
@@ -180,7 +180,7 @@ _COMPILE = """
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ranklit.functional._rank_sum_kernels import rank_sum_kernels
+from ranklit.functional._kernels._rank_sum_kernels import rank_sum_kernels
 
 kernels = rank_sum_kernels()
 pointers = {"forward": ["s", "code", "w", "idx", "par", "rank", "hrank"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ranklit.functional import _counting
+from ranklit.functional.metrics import _counting
 
 
 @pytest.fixture(params=["passes", "items"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ranklit.functional._hierarchical_metrics import RelevantRanking, rank_relevant_items
+from ranklit.functional.metrics._hierarchical import RelevantRanking, rank_relevant_items
 from ranklit.functional.ranking import select_columns
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.functional import _binned_counts, _counting
-from ranklit.functional._binned_counts import count_at_least_by_bins
-from ranklit.functional._metrics import retrieval_metric_tensors
+from ranklit.functional.metrics import _binned_counts, _counting
+from ranklit.functional.metrics._binned_counts import count_at_least_by_bins
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 
 
 def _searched_counts(scores: torch.Tensor, descending: torch.Tensor) -> torch.Tensor:

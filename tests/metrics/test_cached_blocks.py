@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ranklit.functional import _row_metrics
-from ranklit.functional._metrics import retrieval_metric_tensors
+from ranklit.functional.metrics import _row_metrics
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 
 
 def _tied_embeddings(n: int, generator: torch.Generator) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 from sklearn.metrics import average_precision_score, ndcg_score
 
 from ranklit.functional import retrieval_metrics as _retrieval_metrics
-from ranklit.functional._hierarchical_metrics import hierarchical_query_metrics
+from ranklit.functional.metrics._hierarchical import hierarchical_query_metrics
 from tests.metrics.ranked import ranked_relevant
 from tests.oracles.metrics import oracle_retrieval_metrics as _oracle_retrieval_metrics
 
@@ -164,7 +164,7 @@ def test_scikit_learn_on_tied_scores() -> None:
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import _counting
+    from ranklit.functional.metrics import _counting
 
     monkeypatch.setattr(_counting, "_MAX_PASSES", 3)  # classes of 5-10 items now exceed the comparison passes
     monkeypatch.setattr(_counting, "_MIN_TILE_ROWS", 3)
@@ -176,7 +176,7 @@ def test_large_classes_take_the_binary_search_path(ties: bool, monkeypatch: pyte
 
 @pytest.mark.parametrize("tile_rows", [32, 2])  # one tile; tiles of 2 rows
 def test_both_counting_strategies_agree(tile_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ranklit.functional import _counting
+    from ranklit.functional.metrics import _counting
 
     monkeypatch.setattr(_counting, "_MIN_TILE_ROWS", tile_rows)
     monkeypatch.setattr(_counting, "_TILE_ELEMENTS", 0)

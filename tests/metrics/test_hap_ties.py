@@ -13,7 +13,7 @@ import random
 import pytest
 import torch
 
-from ranklit.functional._metrics import retrieval_metric_tensors
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 from tests.oracles.metrics import _extreme_hap, _ordered_hierarchical, tie_orderings
 
 POLICIES = ("pessimistic", "average", "optimistic")

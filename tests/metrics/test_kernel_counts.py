@@ -20,12 +20,12 @@ import torch
 
 pytest.importorskip("triton")
 
-from ranklit.functional import _kernel_counts
-from ranklit.functional._kernel_counts import KernelCounter, fallback_warning, kernel_reason
-from ranklit.functional._metrics import retrieval_metric_tensors
-from ranklit.functional._positive_ranks import SortedKeys, positive_counts
-from ranklit.functional._triton_counts import BLOCK_M, BLOCK_N
+from ranklit.functional._kernels._triton_counts import BLOCK_M, BLOCK_N
 from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
+from ranklit.functional.metrics import _kernel_counts
+from ranklit.functional.metrics._kernel_counts import KernelCounter, fallback_warning, kernel_reason
+from ranklit.functional.metrics._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 from tests.ddp import scaled_timeout
 
 Q, N, D = 37, 70, 40
@@ -166,7 +166,7 @@ import json, sys
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ranklit.functional import _triton_counts as t
+from ranklit.functional._kernels import _triton_counts as t
 
 signature, out = json.loads(sys.argv[1]), {}
 for mode, pointer in ((0, "*fp32"), (1, "*fp32"), (2, "*i32")):

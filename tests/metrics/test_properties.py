@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional._hierarchical_metrics import hierarchical_query_metrics, level_binary_metrics
-from ranklit.functional._positive_ranks import SortedKeys, positive_counts
-from ranklit.functional.binary_metrics import binary_query_metrics
 from ranklit.functional.inputs import levels_between
+from ranklit.functional.metrics._hierarchical import hierarchical_query_metrics, level_binary_metrics
+from ranklit.functional.metrics._positive_ranks import SortedKeys, positive_counts
+from ranklit.functional.metrics.binary import binary_query_metrics
 from ranklit.functional.ties import tie_positives
 from tests.metrics.ranked import ranked_relevant
 

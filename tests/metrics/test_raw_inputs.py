@@ -10,10 +10,10 @@ import pytest
 import torch
 from torchmetrics import MetricCollection
 
-from ranklit.functional import _symmetric_ranks as symmetric_ranks
 from ranklit.functional import retrieval_metrics
-from ranklit.functional._metrics import retrieval_metric_tensors
-from ranklit.functional._sharding import QueryShard
+from ranklit.functional.metrics import _symmetric_ranks as symmetric_ranks
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
+from ranklit.functional.metrics._sharding import QueryShard
 from ranklit.metrics import RetrievalMetrics
 from tests.oracles.metrics import oracle_retrieval_metrics
 

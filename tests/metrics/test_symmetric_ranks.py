@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
-from ranklit.functional import _counting
-from ranklit.functional import _metrics as metrics
-from ranklit.functional import _symmetric_ranks as symmetric_ranks
-from ranklit.functional._counting import count_at_least
-from ranklit.functional._symmetric_ranks import class_blocks
+from ranklit.functional.metrics import _counting
+from ranklit.functional.metrics import _retrieval as metrics
+from ranklit.functional.metrics import _symmetric_ranks as symmetric_ranks
+from ranklit.functional.metrics._counting import count_at_least
+from ranklit.functional.metrics._symmetric_ranks import class_blocks
 from tests.oracles import metrics as oracle
 
 # The ranking arithmetic on raw dot products (integer coordinates give exact ties); normalisation: test_raw_inputs.py
@@ -38,7 +38,7 @@ def _uses_symmetric_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             blocks.append(ranks[0].shape[0])
             yield ranks
 
-    monkeypatch.setattr("ranklit.functional._metrics.symmetric_positive_counts", counting)
+    monkeypatch.setattr("ranklit.functional.metrics._retrieval.symmetric_positive_counts", counting)
     return blocks
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional._tie_share import SAMPLE_QUERIES
+from ranklit.functional.metrics._tie_share import SAMPLE_QUERIES
 from ranklit.functional.ties import TIES, TiedScoresWarning
 from ranklit.metrics import RetrievalMetrics
 from tests.oracles.metrics import oracle_retrieval_metrics

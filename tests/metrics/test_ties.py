@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional._metrics import retrieval_metric_tensors
+from ranklit.functional.metrics._retrieval import retrieval_metric_tensors
 from tests.oracles.metrics import _ordered_metrics, oracle_query, oracle_retrieval_metrics, tie_orderings
 
 POLICIES = ("pessimistic", "average", "optimistic")

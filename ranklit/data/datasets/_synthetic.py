@@ -68,7 +68,7 @@ class SyntheticHierarchy(RetrievalDataset):
         root: ignored (kept so every dataset has the same constructor).
         split: ``train`` or ``test``.
         transform: applied to the ``uint8`` image tensor ``[3, S, S]``
-            (e.g. :func:`ranklit.data.transforms.train_transform`).
+            (e.g. :func:`ranklit.data.images.transforms.train_transform`).
         levels: 2 (``[fine, shape]``) or 3 (``[colour, (shape, texture), shape]``).
         num_coarse: number of shapes (at most 8).
         fine_per_parent: fine classes per parent (coarse for 2 levels, texture for 3); half go to each split.

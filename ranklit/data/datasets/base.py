@@ -4,7 +4,7 @@ Every reader subclasses :class:`ImageRetrievalDataset`, which holds ``paths`` an
 ``[N, L]``, column 0 finest, contiguous ids ``0..C-1`` per column, the original ids kept in ``class_names``) and
 returns items ``{"image": transform(image), "label": labels[i], "index": i}``. A missing file raises
 ``FileNotFoundError`` and a malformed one ``ValueError``; both name the file, the expected layout and where the
-dataset is obtained. Images are decoded by :func:`ranklit.data.decoding.load_image`; a transform with a
+dataset is obtained. Images are decoded by :func:`ranklit.data.images.decoding.load_image`; a transform with a
 ``from_file(path)`` method (ranklit's own, set by ``RetrievalDataModule``) is given the file instead and decodes it at
 the size its crop needs, unless a subclass overrides :meth:`~ImageRetrievalDataset.read_image`. An image that fails
 to decode raises ``ValueError`` naming its path, or, with ``on_bad_image = "skip"`` (``data.on_bad_image``), is
@@ -24,9 +24,9 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ranklit.data._unreadable import EVALUATION_STOP, evaluation_image
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
-from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
+from ranklit.data.images._unreadable import EVALUATION_STOP, evaluation_image
+from ranklit.data.images.decoding import IMAGE_EXTENSIONS, load_image
 from ranklit.errors import UserError
 
 __all__ = [
@@ -75,8 +75,8 @@ def retrieval_item(image: Any, label: Tensor, index: int, transform: Callable[[A
     """The item every ranklit dataset returns: ``{"image": transform(image), "label": label, "index": index}``.
 
     An ``index`` with an ``augmentation_seed`` (what the ranklit batch samplers yield, see
-    :class:`ranklit.data.sampler_base.SeededIndex`) runs the transform under that seed, with the global torch and Python
-    random states saved and restored around it: the same augmentation in every worker, process and resumed run.
+    :class:`ranklit.data.samplers.base.SeededIndex`) runs the transform under that seed, with the global torch and
+    Python random states saved and restored around it: the same augmentation in every worker, process and resumed run.
     """
     seed: int | None = getattr(index, "augmentation_seed", None)
     if transform is not None and seed is None:
@@ -217,7 +217,7 @@ class ImageRetrievalDataset(RetrievalDataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        from_file = getattr(self.transform, "from_file", None)  # ranklit's transforms (ranklit.data._crop_first)
+        from_file = getattr(self.transform, "from_file", None)  # ranklit's transforms (ranklit.data.images._crop_first)
         if from_file is not None and type(self).read_image is ImageRetrievalDataset.read_image:
             label = self.labels[int(index)]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.data._prepare import _download as download
+from ranklit.data.prepare import _download as download
 from tests.data.prepare.archives import MINIATURES
 from tests.data.prepare.server import Served, serving
 

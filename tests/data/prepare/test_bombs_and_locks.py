@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ranklit._locks import start_time
-from ranklit.data._prepare import _unpacked_size as unpacked_size
+from ranklit.data.prepare import _unpacked_size as unpacked_size
 from ranklit.errors import UserError
 from tests.data.prepare.archives import tar
 from tests.data.prepare.helpers import outside, prepare, sha256, source_args

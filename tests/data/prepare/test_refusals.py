@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ranklit.data._prepare import _preparation as command
+from ranklit.data.prepare import _preparation as command
 from tests.data.prepare.archives import MINIATURES, tar, zip_
 from tests.data.prepare.helpers import outside, prepare, sha256, source_args
 
