@@ -86,8 +86,9 @@ class EmbeddingNet(nn.Module):
             raise ValueError(f"`embedding_dim` must be >= 0 (0 = no head), got {embedding_dim}.")
         if weights is not None and pretrained:
             raise ValueError(
-                f"`model.net.init_args`: `pretrained: true` and `weights: {weights}` both choose the backbone's initial weights: set "
-                "`pretrained: false` to load the file, or `weights: null` for timm's pretrained weights."
+                f"`model.net.init_args`: `pretrained: true` and `weights: {weights}` both choose the backbone's "
+                "initial weights: set `pretrained: false` to load the file, or `weights: null` for timm's pretrained "
+                "weights."
             )
         # a timm model: `num_features`, `num_prefix_tokens` and `forward_features` are timm's, not nn.Module's
         self.backbone: Any = create_backbone(backbone, pretrained=pretrained)

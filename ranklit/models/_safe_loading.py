@@ -10,9 +10,9 @@ would otherwise be called while the module is built), and only then are the same
 then finds only what the weights-only load accepted). Checked with Lightning 2.5.5 and 2.6.6.
 
 The network is rebuilt with ``pretrained: false, weights: null`` (:func:`ranklit._checkpoint.offline_rebuild`; given
-to Lightning as the ``net`` keyword, which takes precedence over the saved one, so the loaded module's ``hparams``
-record these values): its weights are the checkpoint's, so loading needs neither the Hugging Face Hub nor the run's
-initial weights file. A ``net`` passed by the caller is used as given.
+to Lightning as the ``net`` keyword, which takes precedence over the saved one): its weights are the checkpoint's, so
+loading needs neither the Hugging Face Hub nor the run's initial weights file. A ``net`` passed by the caller is used
+as given.
 """
 
 from __future__ import annotations

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
 from ranklit._checkpoint import load_checkpoint
@@ -203,7 +202,7 @@ def load_backbone_weights(backbone: nn.Module, path: str | Path, name: str) -> s
             (module docstring), naming the counts, a few keys and the fix.
 
     Example:
-        >>> import tempfile, timm
+        >>> import tempfile, timm, torch
         >>> net = timm.create_model("test_resnet", num_classes=0)
         >>> path = Path(tempfile.mkdtemp()) / "w.pth"
         >>> torch.save({"module." + k: v for k, v in net.state_dict().items()}, path)
