@@ -18,6 +18,11 @@ pickle. A checkpoint that names any other global is refused with one line naming
 weights-only bypass (CVE-2025-32434): use torch >= 2.6 for files from others.
 
 ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` does not change this: torch applies it only where ``weights_only`` is not given.
+
+**A network rebuilt for a checkpoint's weights** (``export``, ``index``, ``search``, ``test``/``validate``/``predict
+--ckpt_path``, ``RetrievalModule.load_from_checkpoint``) is built from its config with :func:`offline_rebuild`'s
+``pretrained: false, weights: null``: the checkpoint holds every weight, so it needs neither the Hugging Face Hub
+(nor its cache) nor the run's initial weights file again.
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ import torch
 
 from ranklit.errors import UserError
 
-__all__ = ["load_checkpoint"]
+__all__ = ["REBUILT", "load_checkpoint", "offline_rebuild"]
+
+REBUILT = {"pretrained": False, "weights": None}
+"""The ``model.net.init_args`` a network rebuilt for a checkpoint's weights is built with (module docstring)."""
 
 
 def _refusal(name: str, error: pickle.UnpicklingError) -> str:
@@ -87,3 +95,18 @@ def load_checkpoint(source: str | Path | IO[bytes], *, map_location: Any = "cpu"
     except Exception as error:  # not a torch file, truncated, unreadable...
         first_line = (str(error).splitlines() or [""])[0][:200]
         raise UserError(f"{name}: cannot be read as a checkpoint ({type(error).__name__}: {first_line}).") from None
+
+
+def offline_rebuild(init_args: Any) -> list[str]:
+    """Set the :data:`REBUILT` values among ``init_args`` (a dict or a jsonargparse ``Namespace``) in place; return
+    the names changed. A key the network does not take is not added (any ``nn.Module`` may be ``model.net``).
+
+    Example:
+        >>> init_args = {"backbone": "resnet50", "pretrained": True, "weights": None}
+        >>> offline_rebuild(init_args), init_args["pretrained"]
+        (['pretrained'], False)
+    """
+    changed = [key for key, value in REBUILT.items() if key in init_args and init_args[key] != value]
+    for key in changed:
+        init_args[key] = REBUILT[key]
+    return changed

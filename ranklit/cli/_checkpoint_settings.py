@@ -5,7 +5,10 @@ gives another (lower) figure, with exit code 0. So an evaluation of a checkpoint
 trained with, whatever the config given (``folder.yaml`` as in "Getting started" or the run's own ``config.yaml``):
 
 - the ``model`` settings are the checkpoint's hyper-parameters (Lightning's ``LightningCLI`` replaces them; the
-  evaluation-only ``model.eval_scales`` and ``model.landmarks`` stay the config's);
+  evaluation-only ``model.eval_scales`` and ``model.landmarks`` stay the config's), the network's initial weights
+  excepted: it is built with ``pretrained: false, weights: null`` (:func:`ranklit._checkpoint.offline_rebuild`), the
+  checkpoint's weights replacing them, so the evaluation needs neither the Hugging Face Hub nor the run's weights
+  file (nor is a difference in these two named);
 - the evaluation preprocessing ``data.resize_size``, ``crop_size``, ``mean``, ``std`` is the one recorded in the
   checkpoint (:mod:`ranklit.data._recorded`; the run's ``config.yaml`` for an older checkpoint).
 
@@ -25,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ranklit._checkpoint import load_checkpoint
+from ranklit._checkpoint import REBUILT, load_checkpoint, offline_rebuild
 from ranklit._injected import check_injected
 from ranklit.cli._runs import changed_settings
 from ranklit.data import PREPROCESSING, CropFirst, recorded_preprocessing
@@ -35,6 +38,7 @@ __all__ = ["EvaluatedCheckpoint", "evaluated_checkpoint", "report_training_setti
 
 
 _EVALUATED = ("model.net.", "model.metric.")  # the model settings a figure depends on (not optimiser, loss, ...)
+_INITIAL_WEIGHTS = tuple(f"model.net.init_args.{key}:" for key in REBUILT)  # replaced by the checkpoint's weights
 
 
 @dataclass
@@ -68,7 +72,11 @@ def use_training_settings(config: Any, checked: EvaluatedCheckpoint) -> None:
     except UserError as error:
         raise UserError(f"{checked.path}: refused: its hyper-parameters: {error}") from None
     changes = changed_settings(config.model.as_dict(), checked.model.as_dict())
-    checked.model_changes = [change for change in changes if change.startswith(_EVALUATED)]
+    checked.model_changes = [change for change in changes if change.startswith(_EVALUATED)
+                             and not change.startswith(_INITIAL_WEIGHTS)]
+    net = config.model.get("net")
+    if net is not None and (init_args := net.get("init_args")) is not None:
+        offline_rebuild(init_args)  # the checkpoint holds the weights: no hub, no initial weights file
     given = {name: config.data.get(name) for name in PREPROCESSING}
     checked.given = {name: list(value) if isinstance(value, tuple) else value for name, value in given.items()}
     if checked.preprocessing is not None:

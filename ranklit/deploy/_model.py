@@ -33,7 +33,7 @@ import torch
 import yaml
 from torch import nn
 
-from ranklit._checkpoint import load_checkpoint
+from ranklit._checkpoint import load_checkpoint, offline_rebuild
 from ranklit.errors import UserError
 
 __all__ = ["CARD_FORMAT", "PREPROCESS_FILE", "LoadedModel", "load_model", "weights_sha256"]
@@ -96,13 +96,14 @@ def _read_config(config: Path) -> dict[str, Any]:
 
 
 def _build_net(net_config: dict[str, Any], config: Path) -> nn.Module:
-    """``model.net`` of a config, with ``pretrained: false``: its weights come from a checkpoint, nothing is
-    downloaded."""
+    """``model.net`` of a config, with ``pretrained: false, weights: null``: its weights come from a checkpoint, so
+    nothing is downloaded nor read from the hub's cache or the run's initial weights file
+    (:func:`ranklit._checkpoint.offline_rebuild`)."""
     from jsonargparse import ArgumentParser
 
     init_args = dict(net_config.get("init_args") or {})
-    if init_args.get("pretrained"):
-        net_config = {**net_config, "init_args": {**init_args, "pretrained": False}}
+    if offline_rebuild(init_args):
+        net_config = {**net_config, "init_args": init_args}
     parser = ArgumentParser(exit_on_error=False)
     parser.add_subclass_arguments(nn.Module, "net")
     try:

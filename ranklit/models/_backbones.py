@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 import timm
+from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ranklit.models._pooling import GlobalPool, PoolingName
 from ranklit.models._pretrained import create_pretrained
+from ranklit.models._weights import load_backbone_weights
 
 __all__ = ["EmbeddingNet", "create_backbone"]
 
@@ -41,7 +44,17 @@ class EmbeddingNet(nn.Module):
 
     Args:
         backbone: any timm model name (``resnet50``, ``deit_small_patch16_224``, ``resnet34``, ...).
-        pretrained: load timm's pretrained weights (downloads them; tests use ``False``).
+        pretrained: load timm's pretrained weights (from the Hugging Face Hub, or its cache ``HF_HOME`` offline: see
+            the docs' "Offline" page; tests use ``False``).
+        weights: a local file of the backbone's weights, read with no network: a ``.safetensors`` file, a state dict
+            saved by ``torch.save`` (``.pth``, ``.pt``, ``.bin``; read weights-only) or a ranklit checkpoint (its
+            ``net.backbone.*``). Keys are matched under a common prefix (``module.``, ``model.``, ``backbone.``,
+            ``net.backbone.``…); the classifier, which the backbone does not have, is left out; any other
+            missing, unexpected or reshaped tensor is an error (:mod:`ranklit.models._weights`). With
+            ``pretrained: true`` too it is an error (which weights were meant is not guessed). A network rebuilt
+            from a checkpoint (``ranklit export``/``index``/``test --ckpt_path``,
+            ``RetrievalModule.load_from_checkpoint``) is built with ``pretrained: false, weights: null``: its
+            weights are the checkpoint's, so neither the hub nor this file is needed again.
         embedding_dim: output dimension; ``0`` keeps the pooled features (no head).
         pooling: ``avg``, ``max``, ``gem`` (learnable p, init 3) or ``token`` (CLS token of ViT/DeiT).
         layer_norm: LayerNorm without affine parameters before the head (ROADMAP's CUB recipe, HAPPIER).
@@ -61,6 +74,7 @@ class EmbeddingNet(nn.Module):
         backbone: str = "resnet50",
         *,
         pretrained: bool = False,
+        weights: str | Path | None = None,
         embedding_dim: int = 512,
         pooling: PoolingName = "avg",
         layer_norm: bool = False,
@@ -70,8 +84,16 @@ class EmbeddingNet(nn.Module):
         super().__init__()
         if embedding_dim < 0:
             raise ValueError(f"`embedding_dim` must be >= 0 (0 = no head), got {embedding_dim}.")
+        if weights is not None and pretrained:
+            raise ValueError(
+                f"`model.net.init_args`: `pretrained: true` and `weights: {weights}` both choose the backbone's "
+                "initial weights: set `pretrained: false` to load the file, or `weights: null` for timm's pretrained "
+                "weights."
+            )
         # a timm model: `num_features`, `num_prefix_tokens` and `forward_features` are timm's, not nn.Module's
         self.backbone: Any = create_backbone(backbone, pretrained=pretrained)
+        if weights is not None:
+            rank_zero_info(load_backbone_weights(self.backbone, weights, backbone))
         num_features = int(getattr(self.backbone, "num_features"))  # noqa: B009 (nn.Module's typed __getattr__)
         prefix = int(getattr(self.backbone, "num_prefix_tokens", 1))
         self.pool = GlobalPool(pooling, num_prefix_tokens=prefix)

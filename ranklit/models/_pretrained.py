@@ -67,4 +67,5 @@ def create_pretrained(name: str, **kwargs: Any) -> nn.Module:
             raise
         why = "HF_HUB_OFFLINE is set" if forced else f"no connection to {HUB[0]}"
         cache = os.environ.get("HF_HOME", "~/.cache/huggingface")
-        raise UserError(f"backbone {name!r}: {NO_WEIGHTS} ({cache}); {why}.") from error
+        raise UserError(f"backbone {name!r}: {NO_WEIGHTS} ({cache}); {why}. Or load them from a local file with "
+                        "model.net.init_args.weights (the docs' Offline page).") from error

@@ -8,6 +8,11 @@ be Lightning's ``instantiate_module`` (what the ``ranklit`` command writes), its
 ``class_path``/``init_args`` of the parts) pass :func:`ranklit._injected.check_injected` (``model.optimizer: os.system``
 would otherwise be called while the module is built), and only then are the same bytes handed to Lightning (which
 then finds only what the weights-only load accepted). Checked with Lightning 2.5.5 and 2.6.6.
+
+The network is rebuilt with ``pretrained: false, weights: null`` (:func:`ranklit._checkpoint.offline_rebuild`; given
+to Lightning as the ``net`` keyword, which takes precedence over the saved one): its weights are the checkpoint's, so
+loading needs neither the Hugging Face Hub nor the run's initial weights file. A ``net`` passed by the caller is used
+as given.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import IO, Any
 import lightning as L
 from typing_extensions import Self
 
-from ranklit._checkpoint import load_checkpoint
+from ranklit._checkpoint import load_checkpoint, offline_rebuild
 from ranklit._injected import check_injected
 from ranklit.errors import UserError
 
@@ -63,5 +68,10 @@ class SafeLoading(L.LightningModule):
             check_injected({"model": hparams} if isinstance(hparams, dict) else {})  # they are a config
         except UserError as error:
             raise UserError(f"{name}: refused: its hyper-parameters: {error}") from None
+        net = hparams.get("net") if isinstance(hparams, dict) else None
+        if "net" not in kwargs and isinstance(net, dict) and isinstance(net.get("init_args"), dict):
+            init_args = dict(net["init_args"])
+            if offline_rebuild(init_args):  # the checkpoint holds the weights: no hub, no initial weights file
+                kwargs["net"] = {**net, "init_args": init_args}
         loaded = super().load_from_checkpoint(io.BytesIO(data), map_location, hparams_file, strict, **kwargs)
         return loaded
