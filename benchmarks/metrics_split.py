@@ -43,8 +43,8 @@ def _timed_counting(module: Any, spent: list[float]) -> Callable[..., Any]:
 
 def split(embeddings: torch.Tensor, labels: torch.Tensor, queries: int, repeats: int) -> tuple[float, ...]:
     """``(total, product, counting)`` medians in seconds of one configuration."""
-    from ranklit.functional.metrics import _hierarchical as _hierarchical_metrics
     from ranklit.functional import retrieval_metrics
+    from ranklit.functional.metrics import _hierarchical as _hierarchical_metrics
     from ranklit.functional.metrics import _positive_ranks, _symmetric_ranks
 
     if queries:
