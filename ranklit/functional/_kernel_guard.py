@@ -37,6 +37,7 @@ __all__ = [
     "MIN_TRITON",
     "KernelError",
     "KernelFallbackWarning",
+    "KernelLaunchError",
     "kernel_device",
     "kernel_failed",
     "kernel_state",
@@ -55,6 +56,10 @@ _PASSED: set[tuple[str, str, str]] = set()
 
 class KernelError(RuntimeError):
     """A forced kernel (``engine="triton"``) failed its self-check or a launch on this machine."""
+
+
+class KernelLaunchError(RuntimeError):
+    """A launch raised ``error`` (its ``__cause__``): the caller recomputes with the torch path."""
 
 
 class KernelFallbackWarning(UserWarning):
@@ -140,6 +145,8 @@ def kernel_failed(
     """Record that ``kernel`` failed (``error``) on ``device``: the torch path runs for this key from now on, with one
     :class:`KernelFallbackWarning`; ``forced``: :class:`KernelError` instead."""
     key = _key(kernel, device, dtype)
+    if isinstance(error, KernelLaunchError) and error.__cause__ is not None:
+        error = error.__cause__  # what the launch raised
     message = (
         f"The Triton kernel {kernel} failed {during} on {_describe(device)} for {key[2]} inputs (Triton "
         f"{triton_version()}): {type(error).__name__}: {_summary(error)}. The torch path computes it for the rest "

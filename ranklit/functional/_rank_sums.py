@@ -128,7 +128,7 @@ class _RankSums(torch.autograd.Function):
                 with kernel_device(scores.device):
                     rank_sum_kernels().forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
                                                      scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None,
-                                                     **options)
+                                                     num_warps=num_warps(scores.dtype), **options)
             except Exception as error:  # a compile or launch error: on_error raises, or torch recomputes the call
                 on_error(error)
                 kernels = False
@@ -154,7 +154,8 @@ class _RankSums(torch.autograd.Function):
                 with kernel_device(scores.device):
                     rank_sum_kernels().backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
                                                       g_hrank, grad, rows, scores.shape[1], num_ranked,
-                                                      HAS_WEIGHTS=weights is not None, **options)
+                                                      HAS_WEIGHTS=weights is not None,
+                                                      num_warps=num_warps(scores.dtype), **options)
             except Exception as error:  # the gradient recomputed by torch from the saved inputs
                 ctx.on_error(error)
                 ctx.kernels = False
@@ -178,6 +179,18 @@ def _launch_options(steps: RankSteps, num_ranked: int) -> dict[str, Any]:
         "BP": min(_BLOCK_RANKED, _next_power_of_2(num_ranked)),
         "BN": _BLOCK_ITEMS,
     }
+
+
+def num_warps(dtype: torch.dtype) -> int:
+    """Warps per program: 8 for float64, 4 for float32. Compiled ahead of time for sm_70 .. sm_90
+    (``benchmarks/ptxas_counts.py``, counts in ``benchmarks/RESULTS.md``): at 4 warps the float64 backward kernel
+    spills (255 registers, 72 to 232 bytes) on every architecture, at 8 it holds 182-212 registers without spills;
+    float32 needs at most 149 at 4 warps (8 warps spill on sm_90). Not timed on a GPU yet.
+
+    >>> num_warps(torch.float64), num_warps(torch.float32)
+    (8, 4)
+    """
+    return 8 if dtype == torch.float64 else 4
 
 
 def _cdiv(value: int, block: int) -> int:
