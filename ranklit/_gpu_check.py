@@ -21,6 +21,7 @@ tiny (the test runs ``--sizes 32 --items 300``); the sized metrics row needs CUD
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import statistics
@@ -73,9 +74,9 @@ def _self_checks(device: torch.device) -> list[Row]:
                 (RankSteps(False, 0.01), True), (RankSteps(False, 0.01, with_hrank=True), True)]
     checks: list[tuple[str, str, Callable[[], None]]] = [
         (kernel_name(steps, weighted), str(dtype).removeprefix("torch."),
-         lambda s=steps, w=weighted, d=dtype: probe_rank_sums(s, w, device, d))
+         functools.partial(probe_rank_sums, steps, weighted, device, dtype))
         for dtype in (torch.float32, torch.float64) for steps, weighted in variants]
-    checks.append(("metric counts", "float32", lambda: probe_metric_counts(device)))
+    checks.append(("metric counts", "float32", functools.partial(probe_metric_counts, device)))
     rows = []
     for name, size, probe in checks:
         start = time.perf_counter()
@@ -85,6 +86,15 @@ def _self_checks(device: torch.device) -> list[Row]:
         except Exception as error:  # the verdict: the report says why
             rows.append(Row(f"self-check {name}", size, "FAIL", detail=_error(error)))
     return rows
+
+
+def _loss_step(loss_fn: torch.nn.Module, embeddings: torch.Tensor, labels: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward and backward: the loss and the embeddings' gradient."""
+    leaf = embeddings.detach().clone().requires_grad_()
+    loss = loss_fn(leaf, labels)
+    (grad,) = torch.autograd.grad(loss, leaf)
+    return loss.detach(), grad
 
 
 def _loss_rows(device: torch.device, sizes: list[int], repeat: int) -> list[Row]:
@@ -98,21 +108,16 @@ def _loss_rows(device: torch.device, sizes: list[int], repeat: int) -> list[Row]
         fine = torch.arange(size, device=device) // 4
         for name, make in makers.items():
             labels = torch.stack([fine, fine // 4], 1) if name == "HAPLoss" else fine
-            results, times = [], []
+            results: list[tuple[torch.Tensor, torch.Tensor]] = []
+            times: list[float] = []
             try:
                 for engine in ("torch", "triton"):
-                    loss_fn = make(engine=engine)
-
-                    def step(loss_fn=loss_fn) -> tuple[torch.Tensor, torch.Tensor]:
-                        leaf = embeddings.detach().clone().requires_grad_()
-                        loss = loss_fn(leaf, labels)
-                        (grad,) = torch.autograd.grad(loss, leaf)
-                        return loss.detach(), grad
-
+                    step = functools.partial(_loss_step, make(engine=engine), embeddings, labels)
                     results.append(step())
                     times.append(_timed(step, device, repeat))
             except Exception as error:  # a forced kernel that fails: KernelError
-                rows.append(Row(name, f"B={size}", "FAIL", *(times + [None, None])[:2], detail=_error(error)))
+                torch_ms = times[0] if times else None
+                rows.append(Row(name, f"B={size}", "FAIL", torch_ms, None, _error(error)))
                 continue
             (want, want_grad), (got, got_grad) = results
             loss_error = float((got - want).abs() / want.abs().clamp(min=1e-12))

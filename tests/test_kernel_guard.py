@@ -186,8 +186,7 @@ def test_the_checks_run_at_set_up_before_the_first_training_step(monkeypatch: py
     its check runs in ``on_fit_start``; a forced loss kernel that fails stops the run there, before any step."""
     import lightning as L
 
-    from ranklit.models import EmbeddingNet, RetrievalModule
-    from ranklit.models import _kernel_checks
+    from ranklit.models import EmbeddingNet, RetrievalModule, _kernel_checks
     from tests.tiny import tiny_datamodule
 
     _inject_metric_kernel(monkeypatch, "compile")

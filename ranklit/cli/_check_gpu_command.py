@@ -50,6 +50,6 @@ def main(args: list[str]) -> None:
     from ranklit._gpu_check import check_gpu, format_table
 
     rows = check_gpu(device, sizes, items, options.repeat or (3 if gpu else 1))
-    print(format_table(rows, device), flush=True)
+    sys.stdout.write(format_table(rows, device) + "\n")
     if any(row.verdict == "FAIL" for row in rows):
         sys.exit(1)

@@ -61,6 +61,7 @@ def probe_metric_counts(device: torch.device) -> None:
         counts = counter.counts(rows, strict)
         descending, valid, at_least, above = positive_counts(scores, *keys, strict=strict)
         same = [torch.equal(counts.descending, descending), torch.equal(counts.valid, valid),
-                torch.equal(counts.at_least, at_least), above is None or torch.equal(counts.above, above)]
+                torch.equal(counts.at_least, at_least),
+                above is None or (counts.above is not None and torch.equal(counts.above, above))]
         if not all(same):
             raise AssertionError(f"the counts (strict={strict}) differ from the torch path's on the same scores")

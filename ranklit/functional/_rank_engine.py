@@ -32,8 +32,8 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_choice
-from ranklit.functional._kernel_guard import triton_version_problem
 from ranklit.errors import UserError
+from ranklit.functional._kernel_guard import triton_version_problem
 
 __all__ = ["ENGINES", "smooth_rank_engine", "check_engine", "triton_available"]
 

@@ -99,6 +99,5 @@ def probe_problem(
     codes[:, [2, num_items - 1]] = -1  # outside every ranking
     index, ranked = select_columns(codes >= 1)
     weights = (codes.clamp(min=0).to(dtype) / 2) if weighted else None
-    on = {"device": device}
-    return (scores.to(dtype=dtype, **on), codes.to(**on), None if weights is None else weights.to(**on),
-            index.to(**on), ranked.to(**on))
+    return (scores.to(device=device, dtype=dtype), codes.to(device), None if weights is None else weights.to(device),
+            index.to(device), ranked.to(device))

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("triton")
 
-from ranklit.cli._check_gpu_command import main  # noqa: E402
-from ranklit.functional import _rank_sums_check  # noqa: E402
+from ranklit.cli._check_gpu_command import main
+from ranklit.functional import _rank_sums_check
 
 ROOT = Path(__file__).resolve().parents[2]
 
