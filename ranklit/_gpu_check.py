@@ -66,26 +66,17 @@ def _error(error: BaseException) -> str:
 
 
 def _self_checks(device: torch.device) -> list[Row]:
-    from ranklit.functional._metric_counts_check import probe_metric_counts
-    from ranklit.functional._rank_sums import RankSteps
-    from ranklit.functional._rank_sums_check import kernel_name, probe_rank_sums
+    import warnings
 
-    variants = [(RankSteps(True, 0.01), False), (RankSteps(False, 0.01), False),
-                (RankSteps(False, 0.01), True), (RankSteps(False, 0.01, with_hrank=True), True)]
-    checks: list[tuple[str, str, Callable[[], None]]] = [
-        (kernel_name(steps, weighted), str(dtype).removeprefix("torch."),
-         functools.partial(probe_rank_sums, steps, weighted, device, dtype))
-        for dtype in (torch.float32, torch.float64) for steps, weighted in variants]
-    checks.append(("metric counts", "float32", functools.partial(probe_metric_counts, device)))
-    rows = []
-    for name, size, probe in checks:
-        start = time.perf_counter()
-        try:
-            probe()
-            rows.append(Row(f"self-check {name}", size, "pass", detail=f"{time.perf_counter() - start:.2f} s"))
-        except Exception as error:  # the verdict: the report says why
-            rows.append(Row(f"self-check {name}", size, "FAIL", detail=_error(error)))
-    return rows
+    from ranklit.functional import KernelFallbackWarning, check_kernels
+
+    results = []
+    with warnings.catch_warnings():  # a failure is its row: no warning on top
+        warnings.simplefilter("ignore", KernelFallbackWarning)
+        for dtype in (torch.float32, torch.float64):
+            results += check_kernels(device, dtype, metrics=dtype == torch.float32, on_cpu=True)
+    return [Row(f"self-check {r.kernel}", str(r.dtype).removeprefix("torch."), "pass" if r.passed else "FAIL",
+                detail=f"{r.seconds:.2f} s" if r.passed else r.error.split(": ", 1)[-1][:300]) for r in results]
 
 
 def _loss_step(loss_fn: torch.nn.Module, embeddings: torch.Tensor, labels: torch.Tensor
@@ -128,33 +119,34 @@ def _loss_rows(device: torch.device, sizes: list[int], repeat: int) -> list[Row]
     return rows
 
 
+_SWITCH = "RANKLIT_METRICS_KERNEL"  # "0": the metrics count with the torch path on CUDA (docs/gpu.md)
+
+
 def _metric_row(device: torch.device, items: int, repeat: int) -> Row:
-    from ranklit.functional._kernel_counts import SWITCH, kernel_reason
-    from ranklit.functional._metrics import retrieval_metric_tensors
+    from ranklit.functional import retrieval_metrics
 
     size = f"N={items}"
-    reason = kernel_reason(device, torch.float32)
-    if reason is not None:
-        return Row("metrics (kernel counts)", size, "skip", detail=reason)
+    if device.type != "cuda":
+        return Row("metrics (kernel counts)", size, "skip", detail="the kernel path is for CUDA tensors (its "
+                   "self-check above ran through the interpreter)")
     generator = torch.Generator().manual_seed(0)
     embeddings = torch.randn(items, 128, generator=generator).to(device)
     labels = (torch.arange(items) // 40).to(device)
-    saved = os.environ.get(SWITCH)
+    saved = os.environ.get(_SWITCH)
     results, times = [], []
     try:
         for switch in ("0", "1"):  # the torch path, then the kernel's
-            os.environ[SWITCH] = switch
-            results.append(retrieval_metric_tensors(embeddings, labels))
-            times.append(_timed(lambda: retrieval_metric_tensors(embeddings, labels), device, repeat))
+            os.environ[_SWITCH] = switch
+            results.append(retrieval_metrics(embeddings, labels))
+            times.append(_timed(lambda: retrieval_metrics(embeddings, labels), device, repeat))
     except Exception as error:  # the verdict says why
         return Row("metrics (kernel counts)", size, "FAIL", detail=_error(error))
     finally:
         if saved is None:
-            os.environ.pop(SWITCH, None)
+            os.environ.pop(_SWITCH, None)
         else:
-            os.environ[SWITCH] = saved
-    difference = max(float((results[1][key] - value).abs()) for key, value in results[0].items()
-                     if value.is_floating_point())
+            os.environ[_SWITCH] = saved
+    difference = max(abs(float(results[1][key]) - float(value)) for key, value in results[0].items())
     verdict = "pass" if difference <= 1e-5 else "FAIL"
     return Row("metrics (kernel counts)", size, verdict, times[0], times[1], f"largest metric diff {difference:.1e}")
 
@@ -162,7 +154,7 @@ def _metric_row(device: torch.device, items: int, repeat: int) -> Row:
 def _decoder_row(device: torch.device, repeat: int) -> Row:
     from PIL import Image
 
-    from ranklit.data._device_decode import device_decoder
+    from ranklit.data import device_decoder
 
     decoder, cpu = device_decoder(device), device_decoder(torch.device("cpu"))
     if decoder is None:
@@ -180,9 +172,6 @@ def _decoder_row(device: torch.device, repeat: int) -> Row:
 
 def check_gpu(device: torch.device, sizes: list[int], items: int, repeat: int) -> list[Row]:
     """Every row of the check on ``device`` (module docstring)."""
-    from ranklit.functional._kernel_guard import reset_kernel_checks
-
-    reset_kernel_checks()
     rows = _self_checks(device) + _loss_rows(device, sizes, repeat) + [_metric_row(device, items, repeat)]
     return [*rows, _decoder_row(device, repeat)]
 

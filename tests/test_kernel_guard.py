@@ -186,11 +186,10 @@ def test_the_checks_run_at_set_up_before_the_first_training_step(monkeypatch: py
     its check runs in ``on_fit_start``; a forced loss kernel that fails stops the run there, before any step."""
     import lightning as L
 
-    from ranklit.models import EmbeddingNet, RetrievalModule, _kernel_checks
+    from ranklit.models import EmbeddingNet, RetrievalModule
     from tests.tiny import tiny_datamodule
 
     _inject_metric_kernel(monkeypatch, "compile")
-    monkeypatch.setattr(_kernel_checks, "kernel_reason", lambda device, dtype: None)
     seen: list[str] = []
     real_step = RetrievalModule.training_step
     monkeypatch.setattr(RetrievalModule, "training_step", lambda self, *a: seen.append(

@@ -12,10 +12,11 @@ import argparse
 import os
 import sys
 
-__all__ = ["main"]
+__all__ = ["arguments", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def arguments() -> argparse.ArgumentParser:
+    """The parser of `ranklit check gpu`."""
     parser = argparse.ArgumentParser(
         prog="ranklit check gpu",
         description="Check ranklit's Triton kernels and the device decoder against the torch/CPU path on this "
@@ -32,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: list[str]) -> None:
     """Parse ``args``, run the check, print the table; exit 1 when a check fails."""
-    options = _parser().parse_args(args)
+    options = arguments().parse_args(args)
     import torch
 
     from ranklit.errors import UserError

@@ -13,6 +13,8 @@ losses (``_rank_engine``, ``_rank_sums``, ``_rank_sum_kernels``), whose choice :
 from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional._blackbox import blackbox_ap_loss
 from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
+from ranklit.functional._kernel_checks import KernelCheck, check_kernels
+from ranklit.functional._kernel_guard import KernelError, KernelFallbackWarning
 from ranklit.functional._metrics import retrieval_metrics
 from ranklit.functional._pair_losses import calibration_loss, contrastive_loss
 from ranklit.functional._proxies import cluster_loss, csl_loss
@@ -42,6 +44,11 @@ __all__ = [
     "hap_surrogate",
     "HAPOptions",
     "smooth_rank_engine",
+    # the Triton kernels' self-checks and their fallback
+    "check_kernels",
+    "KernelCheck",
+    "KernelError",
+    "KernelFallbackWarning",
     "cluster_loss",
     "csl_loss",
     "triplet_loss",

@@ -36,7 +36,6 @@ import torch
 from torch import Tensor
 
 from ranklit.functional._kernel_guard import KernelLaunchError, kernel_device, triton_version_problem
-from ranklit.functional._metric_counts_check import metric_kernel_usable
 from ranklit.functional._positive_ranks import SortedKeys, sort_positive_scores
 from ranklit.functional.inputs import RetrievalInputs
 
@@ -83,11 +82,10 @@ def fallback_warning(device: torch.device, dtype: torch.dtype) -> str | None:
 
 def metrics_kernel(x: RetrievalInputs, junk: Tensor | None) -> KernelCounter | None:
     """The :class:`KernelCounter` of a problem, or ``None`` where the torch path runs (:func:`kernel_reason`), with
-    a ``UserWarning`` on CUDA (:func:`fallback_warning`), or where the kernel failed its self-check on this device
-    (:mod:`ranklit.functional._metric_counts_check`: one warning per process)."""
+    a ``UserWarning`` on CUDA (:func:`fallback_warning`)."""
     device, dtype = x.queries.device, x.queries.dtype
     if kernel_reason(device, dtype) is None:
-        return KernelCounter(x, junk) if metric_kernel_usable(device) else None
+        return KernelCounter(x, junk)
     message = fallback_warning(device, dtype)
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=3)

@@ -42,6 +42,7 @@ __all__ = [
     "kernel_failed",
     "kernel_state",
     "kernel_usable",
+    "last_failure",
     "reset_kernel_checks",
     "triton_version",
     "triton_version_problem",
@@ -73,12 +74,8 @@ def triton_version() -> str:
 
 
 def triton_version_problem() -> str | None:
-    """Why the imported Triton is too old for the kernels, or ``None`` (Triton must import first).
-
-    >>> import triton
-    >>> triton_version_problem() is None
-    True
-    """
+    """Why the installed Triton is too old for the kernels (it lacks ``triton.knobs``), or ``None``; call it where
+    Triton imports."""
     import triton
 
     version = str(getattr(triton, "__version__", "0"))
@@ -115,6 +112,11 @@ def kernel_state(kernel: str, device: torch.device, dtype: torch.dtype) -> str:
     """
     key = _key(kernel, device, dtype)
     return "failed" if key in _FAILED else "passed" if key in _PASSED else "unchecked"
+
+
+def last_failure(kernel: str, device: torch.device, dtype: torch.dtype) -> str:
+    """The warning a failure of this key gave (``""``: none)."""
+    return _FAILED.get(_key(kernel, device, dtype), "")
 
 
 def kernel_usable(

@@ -35,7 +35,7 @@ from torch import Tensor
 from ranklit._checks import check_chunk_size
 from ranklit.functional._kernel_counts import metrics_kernel
 from ranklit.functional._kernel_guard import KernelLaunchError, kernel_failed
-from ranklit.functional._metric_counts_check import METRICS_KERNEL
+from ranklit.functional._metric_counts_check import METRICS_KERNEL, metric_kernel_usable
 from ranklit.functional._metric_options import (
     AVERAGES,
     check_average,
@@ -264,6 +264,8 @@ def _evaluate(
     strict = ties != "pessimistic"
     finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
     kernel = metrics_kernel(x, junk)  # CUDA: the Triton kernel counts, the scores never written (else None)
+    if kernel is not None and not metric_kernel_usable(x.queries.device):  # its self-check, on first use
+        kernel = None
     if kernel is None and symmetric:
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from ranklit._checks import check_choice
 from ranklit.errors import UserError
-from ranklit.functional._kernel_guard import triton_version_problem
+from ranklit.functional import _kernel_guard
 
 __all__ = ["ENGINES", "smooth_rank_engine", "check_engine", "triton_available"]
 
@@ -94,7 +94,7 @@ def _kernel_problem(scores: Tensor, num_levels: int) -> str | None:
     """Why the Triton kernels cannot take these scores, or ``None``."""
     if not triton_available():
         return "triton does not import (it ships with PyTorch's Linux CUDA wheels)"
-    too_old = triton_version_problem()
+    too_old = _kernel_guard.triton_version_problem()
     if too_old is not None:
         return too_old
     if scores.dtype not in _KERNEL_DTYPES:

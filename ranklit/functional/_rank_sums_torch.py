@@ -14,7 +14,7 @@ graph of the forward.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -28,16 +28,49 @@ from ranklit.functional.ranking import (
     supap_upper_step,
 )
 
-if TYPE_CHECKING:
-    from ranklit.functional._rank_sums import RankSteps
-
 __all__ = ["torch_rank_sums", "torch_rank_sums_grad"]
+
+
+class Steps(Protocol):
+    """The steps' parameters, read only (:class:`ranklit.functional._rank_sums.RankSteps`, which imports this
+    module)."""
+
+    @property
+    def smooth(self) -> bool: ...
+
+    @property
+    def tau(self) -> float: ...
+
+    @property
+    def rho(self) -> float: ...
+
+    @property
+    def delta(self) -> float: ...
+
+    @property
+    def offset(self) -> float | None: ...
+
+    @property
+    def start(self) -> float: ...
+
+    @property
+    def leak(self) -> float: ...
+
+    @property
+    def beta(self) -> float: ...
+
+    @property
+    def gamma(self) -> float: ...
+
+    @property
+    def with_hrank(self) -> bool: ...
+
 
 _INTERMEDIATES = 6  # [chunk, P, N] tensors alive at once in a chunk's sums (and their gradient)
 
 
 def torch_rank_sums(
-    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps
+    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: Steps
 ) -> tuple[Tensor, Tensor]:
     """``(rank, hrank)``, both ``[Q, P]`` (1 and 0 at padding), without gradient: what the forward kernel writes.
 
@@ -53,7 +86,7 @@ def torch_rank_sums(
 
 
 def torch_rank_sums_grad(
-    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps, g_rank: Tensor,
+    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: Steps, g_rank: Tensor,
     g_hrank: Tensor,
 ) -> Tensor:
     """``[Q, N]`` gradient of ``sum(g_rank * rank) + sum(g_hrank * hrank)`` with respect to ``scores``."""
@@ -81,7 +114,7 @@ def _chunks(idx: Tensor, num_items: int) -> Iterator[slice]:
 
 
 def _chunk_sums(
-    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps
+    scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: Steps
 ) -> tuple[Tensor, Tensor]:
     """The sums of a chunk of queries; every intermediate is ``[C, P, N]``."""
     ranked = idx >= 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,17 @@ import pytest
 pytest.importorskip("triton")
 
 from ranklit.cli._check_gpu_command import main
-from ranklit.functional import _rank_sums_check
+from ranklit.functional import _kernel_checks, _kernel_guard
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_guard() -> Iterator[None]:
+    """Each check in a process of its own, as a user runs it (the guard remembers its checks per process)."""
+    _kernel_guard.reset_kernel_checks()
+    yield
+    _kernel_guard.reset_kernel_checks()
 
 
 def test_check_gpu_prints_a_verdict_for_every_kernel_and_the_decoder(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,7 +42,7 @@ def test_a_failing_kernel_is_a_fail_row_with_its_error_and_exit_code_1(monkeypat
     def broken(*args: object) -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    monkeypatch.setattr(_rank_sums_check, "probe_rank_sums", broken)
+    monkeypatch.setattr(_kernel_checks, "probe_rank_sums", broken)
     with pytest.raises(SystemExit) as stop:
         main(["--sizes", "8", "--items", "80"])
     assert stop.value.code == 1
