@@ -3,6 +3,7 @@ section into a results file, replacing an earlier one; the overhead benchmark's 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,33 @@ def test_loader_costs_benchmark_prints_every_step_and_the_bound(capsys: pytest.C
     assert len(rows) == 11 and all(float(row[2]) > 0 for row in rows), out
     assert "encode (bytes + box)" in out and "decode_on_device (bytes + boxes)" in out
     assert "torchvision (decode_rgb)" in out and "collation only, uint8" in out and "bound with a free crop" in out
+
+
+_FAKE_PYTHON = """#!/usr/bin/env bash
+echo "python $*" | tr '\\n' ' ' >> "$CALLS"; echo >> "$CALLS"
+case "$*" in
+  *"-m pytest"*) exit 3 ;;  # the CUDA tests fail
+  *"-c "*) echo "ranklit 0 from x | torch 2 | triton 3 | cuda True"; echo "missing: none" ;;
+esac
+exit 0
+"""
+
+
+def test_gpu_session_runs_the_check_first_and_its_exit_status_reflects_every_step(tmp_path: Path) -> None:
+    """A failing step in the middle fails the session (it reflected the last step only), the correctness check runs
+    before any timing, at B = 4k and 16k, and the summary line gives each step's status."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").write_text(_FAKE_PYTHON)
+    (fake / "python").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "CALLS": str(tmp_path / "calls")}
+    run = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_session.sh")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert "check gpu --sizes 4096 16384" in calls[1]  # after the preflight, before the tests and the figures
+    assert "-m pytest" in calls[2] and "benchmarks/gpu.py" in calls[3] and "fit_throughput.py" in calls[4]
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert summary.strip() == ("gpu_session summary: preflight: ok; check_gpu: ok; gpu_tests: FAILED (exit 3); "
+                               "gpu_figures: ok; fit_throughput: ok")

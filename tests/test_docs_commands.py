@@ -93,6 +93,10 @@ def _parse_ranklit(args: list[str]) -> None:
         assert name in DATASET_CATALOG, f"no dataset {name!r} in ranklit.data.DATASET_CATALOG"
     elif name == "data check":
         _parse_run_command(["fit", *rest])  # `data check` reads fit's command line
+    elif name == "check gpu":
+        from ranklit.cli._check_gpu_command import arguments
+
+        arguments().parse_args(rest)
     elif name in ("export", "index", "search"):
         from ranklit.cli import _export_command, _index_command, _search_command
 

@@ -39,6 +39,10 @@ COMMANDS = {
     "test": Command("run", "evaluate a model on the test set"),
     "predict": Command("run", "write the embeddings of the test set (`--predictions_path`)"),
     "configs": Command("data", "list the configs shipped with ranklit", "ranklit.cli._config_files", "all"),
+    "check gpu": Command(
+        "data", "check the Triton kernels and the device decoder on this GPU, print a verdict table",
+        "ranklit.cli._check_gpu_command", "all",
+    ),
     "data check": Command("data", "read every image of a config's datasets before training", "ranklit.cli._data_check"),
     "data prepare": Command(
         "data",

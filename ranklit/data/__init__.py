@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ranklit.data._datamodule import RetrievalDataModule
     from ranklit.data._recorded import PREPROCESSING, recorded_preprocessing
     from ranklit.data.images._crop_first import CropFirst
+    from ranklit.data.images._device_decode import device_decoder
     from ranklit.data.prepare import DATASET_CATALOG, PreparedDataset, prepare_dataset
 
 __all__ = [  # RetrievalDataModule and the dataset preparation are lazy: see __getattr__
@@ -34,6 +35,7 @@ __all__ = [  # RetrievalDataModule and the dataset preparation are lazy: see __g
     "SeededIndex",
     "UniformBatchSampler",
     "batches_per_rank",
+    "device_decoder",
     "prepare_dataset",
     "recorded_preprocessing",
     *_dataset_names,
@@ -50,5 +52,6 @@ __getattr__, __dir__ = lazy_exports(
         "CropFirst": "ranklit.data.images._crop_first",  # the transforms that draw the crop before decoding
         "PREPROCESSING": "ranklit.data._recorded",  # the evaluation settings a checkpoint records
         "recorded_preprocessing": "ranklit.data._recorded",
+        "device_decoder": "ranklit.data.images._device_decode",  # torchvision's decoders, for `ranklit check gpu`
     },
 )

@@ -15,6 +15,8 @@ The public names are this package's ``__all__``; the old module paths of 0.1.0 (
 ``metric_engine``, ``hyperparameters``, ``precision``) work until 0.3.0 with a ``FutureWarning``.
 """
 
+from ranklit.functional._kernel_checks import KernelCheck, check_kernels
+from ranklit.functional._kernels._guard import KernelError, KernelFallbackWarning
 from ranklit.functional._kernels._rank_engine import smooth_rank_engine
 from ranklit.functional.losses._binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional.losses._blackbox import blackbox_ap_loss
@@ -47,6 +49,11 @@ __all__ = [
     "hap_surrogate",
     "HAPOptions",
     "smooth_rank_engine",
+    # the Triton kernels' self-checks and their fallback
+    "check_kernels",
+    "KernelCheck",
+    "KernelError",
+    "KernelFallbackWarning",
     "cluster_loss",
     "csl_loss",
     "triplet_loss",

@@ -18,6 +18,7 @@ from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models._backbones import EmbeddingNet
 from ranklit.models._compile import compile_in_place, compile_options
+from ranklit.models._kernel_checks import check_run_kernels
 from ranklit.models._safe_loading import SafeLoading
 from ranklit.training import (
     CrossBatchMemory,
@@ -249,6 +250,12 @@ class RetrievalModule(SafeLoading):
         if self.multistage is not None and self.multistage.gradient_clip_val is not None:
             self.clip_gradients(optimizer, gradient_clip_val=self.multistage.gradient_clip_val,
                                 gradient_clip_algorithm="norm")
+
+    @override
+    def on_fit_start(self) -> None:  # the kernels' self-checks before the first step (and the first validation)
+        floating = [p.dtype for p in self.net.parameters() if p.is_floating_point()]
+        dtype = torch.float64 if torch.float64 in floating else torch.float32
+        check_run_kernels(self.loss, self.device, dtype)
 
     @override
     def on_train_start(self) -> None:

@@ -227,3 +227,31 @@ def test_a_seeded_item_is_the_same_crop_in_any_process_through_the_datamodule(tm
     for i in range(4):
         torch.manual_seed(77 + i)
         assert torch.equal(images[i], dataset.transform.transform(load_image(dataset.paths[i])))
+
+
+@pytest.mark.parametrize("error", [torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+                                   RuntimeError("CUDA error: an illegal memory access was encountered")])
+def test_cuda_out_of_memory_and_cuda_errors_are_not_taken_for_a_bad_image(files, monkeypatch, error) -> None:
+    """Only "this image cannot be decoded here" takes the CPU route: an OOM or a sticky CUDA error propagates (it
+    silently became CPU decoding, or resurfaced later with a wrong message)."""
+    batch = collate([{"image": _device(TRAIN, files["small"], 0)[2], "label": torch.tensor(0)}])
+
+    def failing(data, device):
+        raise error
+
+    monkeypatch.setattr(_device_decode, "device_decoder", lambda device: failing)
+    with pytest.raises(type(error), match="CUDA"):
+        decode_encoded(batch["encoded"], batch["image"].clone())
+    assert _device_decode.rejects_image(RuntimeError("nvjpeg: unsupported")) and not _device_decode.rejects_image(error)
+
+
+def test_a_batch_is_decoded_a_bounded_group_at_a_time(files, monkeypatch) -> None:
+    image = _device(TRAIN, files["small"], 0)[2]
+    batch = collate([{"image": image, "label": torch.tensor(0)} for _ in range(_device_decode.DECODE_GROUP + 5)])
+    expected = decode_encoded(batch["encoded"], batch["image"].clone())
+    decoder, calls = device_decoder(torch.device("cpu")), []
+    assert decoder is not None
+    monkeypatch.setattr(_device_decode, "device_decoder",
+                        lambda device: lambda data, dev: calls.append(len(data)) or decoder(data, dev))
+    assert torch.equal(decode_encoded(batch["encoded"], batch["image"].clone()), expected)
+    assert calls == [_device_decode.DECODE_GROUP, 5]  # never the whole batch's full-size decodes at once

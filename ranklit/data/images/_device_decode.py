@@ -20,9 +20,14 @@ chroma upsampling are not libjpeg's, and on CUDA the ``uint8`` resize runs in fl
 
 **A JPEG the decoder rejects** (its header and end marker were fine in the worker): the batch is decoded one image at
 a time, and a rejected image takes the CPU route in this process (:func:`ranklit.data.images.decoding._decode`, Pillow
-where torchvision declines): the same pixels, or the CPU path's one-line error naming the file. Here, after the
-hand-over, ``data.on_bad_image: skip`` cannot replace it any more: such a file stops the run (``ranklit data check``
-finds it).
+where
+torchvision declines): the same pixels, or the CPU path's one-line error naming the file. Here, after the hand-over,
+``data.on_bad_image: skip`` cannot replace it any more: such a file stops the run (``ranklit data check`` finds it).
+Only an error that means "this image cannot be decoded here" takes that route (:func:`rejects_image`): CUDA's
+out-of-memory and CUDA errors (a sticky fault, a launch failure) propagate, as from any other step.
+
+**Memory**: the batch is decoded :data:`DECODE_GROUP` images at a time, each group finished (cropped, resized) into
+the batch before the next is decoded.
 """
 
 from __future__ import annotations
@@ -40,7 +45,11 @@ from ranklit.data.images._encoded import EncodedImages, Geometry
 from ranklit.data.images._tensor_jpeg import _ORIENTED, _pillow, _probes
 from ranklit.data.images.decoding import _decode
 
-__all__ = ["PROBE_TOLERANCE", "decode_encoded", "device_decoder"]
+__all__ = ["DECODE_GROUP", "PROBE_TOLERANCE", "decode_encoded", "device_decoder", "rejects_image"]
+
+DECODE_GROUP = 16
+"""Images decoded by one batched call: at most this many full-size decodes are alive at once (16 photos of 12
+megapixels: 580 MB), each cropped and resized into the batch before the next group is decoded."""
 
 PROBE_TOLERANCE = {"cpu": 0.0, "cuda": 2.0}
 """Largest mean absolute difference (of 255) from Pillow's pixels on a probe JPEG for a decoder to be used, by device
@@ -100,32 +109,53 @@ def _agrees(image: Tensor, pillow: Tensor, tolerance: float) -> bool:
     return float((image.cpu().float() - pillow.float()).abs().mean()) <= tolerance
 
 
+def rejects_image(error: BaseException) -> bool:
+    """Whether a decoder's ``error`` means "this image cannot be decoded on the device" (then the CPU route decodes
+    it); CUDA's out-of-memory and CUDA errors do not (they propagate).
+
+    >>> rejects_image(RuntimeError("nvjpeg: unsupported")), rejects_image(RuntimeError("CUDA error: an illegal ..."))
+    (True, False)
+    """
+    if isinstance(error, torch.cuda.OutOfMemoryError) or not isinstance(error, (RuntimeError, ValueError)):
+        return False
+    text = str(error)
+    return not any(sign in text for sign in ("CUDA error", "CUDA out of memory", "cudaError", "CUDA driver"))
+
+
 def decode_encoded(encoded: EncodedImages, images: Tensor) -> Tensor:
     """``images`` (``uint8`` ``[B, 3, H, W]`` on its device) with the ``encoded`` images decoded, cropped, resized and
-    flipped in their places (module docstring); the CPU route for what the decoder rejects."""
-    decoded = _decode_all(encoded, images.device)
-    for position, image, geometry in zip(encoded.positions, decoded, encoded.geometries, strict=True):
-        images[position] = _finish(image, geometry)
+    flipped in their places (module docstring), :data:`DECODE_GROUP` at a time; the CPU route for what the decoder
+    rejects."""
+    pieces = encoded.pieces()
+    for first in range(0, len(pieces), DECODE_GROUP):
+        group = slice(first, first + DECODE_GROUP)
+        decoded = _decode_all(pieces[group], encoded.paths[group], encoded.orientations[group], images.device)
+        for position, image, geometry in zip(encoded.positions[group], decoded, encoded.geometries[group],
+                                             strict=True):
+            images[position] = _finish(image, geometry)
     return images
 
 
-def _decode_all(encoded: EncodedImages, device: torch.device) -> list[Tensor]:
+def _decode_all(pieces: list[Tensor], paths: list[str], orientations: list[int], device: torch.device) -> list[Tensor]:
     """Every image as displayed (EXIF orientation applied), on ``device``: one batched call, else one by one, a
     rejected one by the CPU route (which raises the CPU path's error for a file nothing decodes)."""
-    decoder, pieces = device_decoder(device), encoded.pieces()
-    oriented = [_ORIENTED[orientation] for orientation in encoded.orientations]
+    decoder = device_decoder(device)
+    oriented = [_ORIENTED[orientation] for orientation in orientations]
     if decoder is not None:
         try:
             return [turn(image) for turn, image in zip(oriented, decoder(pieces, device), strict=True)]
-        except (RuntimeError, ValueError):  # one bad image fails the batched call: find it
-            pass
+        except (RuntimeError, ValueError) as error:  # one bad image fails the batched call: find it
+            if not rejects_image(error):
+                raise
     images = []
-    for piece, path, turn in zip(pieces, encoded.paths, oriented, strict=True):
+    for piece, path, turn in zip(pieces, paths, oriented, strict=True):
         try:
             if decoder is None:
                 raise ValueError("no device decoder")
             images.append(turn(decoder([piece], device)[0]))
-        except (RuntimeError, ValueError):
+        except (RuntimeError, ValueError) as error:
+            if not rejects_image(error):
+                raise
             image = _decode(path, lambda width, height: 1, tensor=True)[0]  # oriented; the CPU path's error
             images.append((image if isinstance(image, Tensor) else F.pil_to_tensor(image)).to(device))
     return images

@@ -8,7 +8,8 @@ backward, and never writes the differences. ``engine="auto"`` (every loss's defa
 
 - ``"triton"`` when Triton imports, the scores are on a CUDA device and are float32 or float64, and the levels fit
   in ``int8`` (at most 127 label columns);
-- ``"torch"`` otherwise: CPU tensors, float16/bfloat16 scores (the loss modules never produce them: their scores
+- ``"torch"`` otherwise: CPU tensors, a Triton older than 3.4 (PyTorch 2.2 to 2.7 ship 3.x without
+  ``triton.knobs``, which the kernels read), float16/bfloat16 scores (the loss modules never produce them: their scores
   are float32 or float64), Triton missing (macOS, Windows, CPU-only wheels), more than 127 levels, and
   ``torch.use_deterministic_algorithms(True)`` (the kernels' gradient adds with atomics: bitwise run to run, only the
   torch engine repeats itself).
@@ -17,6 +18,10 @@ backward, and never writes the differences. ``engine="auto"`` (every loss's defa
 bfloat16 scores, too many levels, CPU tensors without Triton's interpreter). With ``TRITON_INTERPRET=1`` set before
 Triton is imported, the interpreter runs them on CPU tensors, slowly: what the CPU tests do. ``engine="torch"``
 forces the torch engine. :func:`smooth_rank_engine` says which engine a call would use.
+
+On first use in a process the kernels check themselves against torch on the device, and a kernel that fails there
+or at a later launch hands that call and the rest of the process to torch, with one warning (``engine="triton"``:
+an error instead): :mod:`ranklit.functional._kernels._rank_sums_check`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from torch import Tensor
 
 from ranklit._checks import check_choice
 from ranklit.errors import UserError
+from ranklit.functional._kernels import _guard as _kernel_guard
 
 __all__ = ["ENGINES", "smooth_rank_engine", "check_engine", "triton_available"]
 
@@ -89,6 +95,9 @@ def _kernel_problem(scores: Tensor, num_levels: int) -> str | None:
     """Why the Triton kernels cannot take these scores, or ``None``."""
     if not triton_available():
         return "triton does not import (it ships with PyTorch's Linux CUDA wheels)"
+    too_old = _kernel_guard.triton_version_problem()
+    if too_old is not None:
+        return too_old
     if scores.dtype not in _KERNEL_DTYPES:
         return f"the kernels take float32 or float64 scores, got {scores.dtype} (cast them with `.float()`)"
     if num_levels > _MAX_LEVELS:

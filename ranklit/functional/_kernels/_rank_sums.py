@@ -17,11 +17,19 @@ gradient are gathered with atomic additions, so two runs may differ in the last 
 
 Cost: time ``O(Q P N)``; memory ``O(Q N)`` bytes for the int8 codes and ``O(Q P)`` for the sums: the ``[Q, P, N]``
 differences are never written.
+
+**When a launch raises** (forward or backward): ``on_error`` gets the error (it raises, or records the failure and
+warns: :mod:`ranklit.functional._kernels._guard`), then torch recomputes that call
+(:mod:`ranklit.functional._kernels._rank_sums_torch`): the forward's sums, or the backward's gradient from the saved
+inputs (no
+forward graph is needed: the torch path recomputes each chunk's sums under autograd). With ``kernels=False`` torch
+computes both, through the same function.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +37,9 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from ranklit.functional._kernels._guard import kernel_device
 from ranklit.functional._kernels._rank_sum_kernels import rank_sum_kernels
+from ranklit.functional._kernels._rank_sums_torch import torch_rank_sums, torch_rank_sums_grad
 
 __all__ = ["RankSteps", "rank_sums"]
 
@@ -64,8 +74,13 @@ class RankSteps:
         return torch.tensor(values, dtype=like.dtype, device=like.device)
 
 
+def _reraise(error: BaseException) -> None:
+    raise error
+
+
 def rank_sums(
-    scores: Tensor, codes: Tensor, weights: Tensor | None, index: Tensor, ranked: Tensor, steps: RankSteps
+    scores: Tensor, codes: Tensor, weights: Tensor | None, index: Tensor, ranked: Tensor, steps: RankSteps, *,
+    kernels: bool = True, on_error: Callable[[BaseException], None] = _reraise,
 ) -> tuple[Tensor, Tensor]:
     """``(rank, hrank)``, both ``[Q, P]`` (1 and 0 at padding), differentiable with respect to ``scores``.
 
@@ -77,11 +92,14 @@ def rank_sums(
         index: ``[Q, P]`` columns of the ranked items (:func:`ranklit.functional.ranking.select_columns`).
         ranked: ``[Q, P]`` bool, the real entries of ``index``.
         steps: the step functions and their parameters.
+        kernels: launch the kernels (``False``: the torch path, :mod:`ranklit.functional._kernels._rank_sums_torch`).
+        on_error: called with what a launch raises (default: raise it); if it returns, torch recomputes the call.
     """
     idx = torch.where(ranked, index, torch.full_like(index, -1)).to(torch.int32).contiguous()
     codes = codes.to(torch.int8).contiguous()
     weights = None if weights is None else weights.to(scores.dtype).contiguous()
-    output: tuple[Tensor, Tensor] = _uncompiled_apply()(scores.contiguous(), codes, weights, idx, steps)
+    output: tuple[Tensor, Tensor] = _uncompiled_apply()(scores.contiguous(), codes, weights, idx, steps, kernels,
+                                                               on_error)
     return output
 
 
@@ -93,25 +111,33 @@ def _uncompiled_apply() -> Any:
 
 
 class _RankSums(torch.autograd.Function):
-    """``(scores, codes, weights, idx, steps) -> (rank, hrank)``: the forward kernel, and the backward kernel that
-    recomputes each tile."""
+    """``(scores, codes, weights, idx, steps, kernels, on_error) -> (rank, hrank)``: the forward kernel, and the
+    backward kernel that recomputes each tile; torch where ``kernels`` is ``False`` or a launch raised."""
 
     @staticmethod
     def forward(
-        ctx: Any, scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps
+        ctx: Any, scores: Tensor, codes: Tensor, weights: Tensor | None, idx: Tensor, steps: RankSteps,
+        kernels: bool, on_error: Callable[[BaseException], None],
     ) -> tuple[Tensor, Tensor]:
         num_queries, num_ranked = idx.shape
         rank = torch.ones(num_queries, num_ranked, dtype=scores.dtype, device=scores.device)
         hrank = torch.zeros_like(rank)
         options = _launch_options(steps, num_ranked)
         params = steps.parameters(scores)
-        kernels = rank_sum_kernels()
         grid = (num_queries, _cdiv(num_ranked, options["BP"]))
-        if num_queries and num_ranked:
-            kernels.forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
-                                  scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None, **options)
+        if kernels and num_queries and num_ranked:
+            try:
+                with kernel_device(scores.device):
+                    rank_sum_kernels().forward[grid](scores, codes, _or(weights, scores), idx, params, rank, hrank,
+                                                     scores.shape[1], num_ranked, HAS_WEIGHTS=weights is not None,
+                                                     num_warps=num_warps(scores.dtype), **options)
+            except Exception as error:  # a compile or launch error: on_error raises, or torch recomputes the call
+                on_error(error)
+                kernels = False
+        if not kernels:
+            rank, hrank = torch_rank_sums(scores, codes, weights, idx, steps)
         ctx.save_for_backward(scores, codes, weights, idx, params)
-        ctx.steps = steps
+        ctx.steps, ctx.kernels, ctx.on_error = steps, kernels, on_error
         return rank, hrank
 
     @staticmethod
@@ -124,14 +150,22 @@ class _RankSums(torch.autograd.Function):
         grad = torch.zeros(scores.shape, dtype=scores.dtype, device=scores.device)
         rows = torch.zeros_like(g_rank)
         options = _launch_options(ctx.steps, num_ranked)
-        kernels = rank_sum_kernels()
         grid = (num_queries, _cdiv(scores.shape[1], options["BN"]))
-        if num_queries and num_ranked and scores.shape[1]:
-            kernels.backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
-                                   g_hrank, grad, rows, scores.shape[1], num_ranked,
-                                   HAS_WEIGHTS=weights is not None, **options)
+        if ctx.kernels and num_queries and num_ranked and scores.shape[1]:
+            try:
+                with kernel_device(scores.device):
+                    rank_sum_kernels().backward[grid](scores, codes, _or(weights, scores), idx, params, g_rank,
+                                                      g_hrank, grad, rows, scores.shape[1], num_ranked,
+                                                      HAS_WEIGHTS=weights is not None,
+                                                      num_warps=num_warps(scores.dtype), **options)
+            except Exception as error:  # the gradient recomputed by torch from the saved inputs
+                ctx.on_error(error)
+                ctx.kernels = False
+        if not ctx.kernels:
+            grad = torch_rank_sums_grad(scores, codes, weights, idx, ctx.steps, g_rank, g_hrank)
+            return grad, None, None, None, None, None, None
         grad.scatter_add_(1, idx.clamp(min=0).long(), -rows)  # rows is 0 at padding
-        return grad, None, None, None, None
+        return grad, None, None, None, None, None, None
 
 
 def _or(weights: Tensor | None, scores: Tensor) -> Tensor:
@@ -147,6 +181,18 @@ def _launch_options(steps: RankSteps, num_ranked: int) -> dict[str, Any]:
         "BP": min(_BLOCK_RANKED, _next_power_of_2(num_ranked)),
         "BN": _BLOCK_ITEMS,
     }
+
+
+def num_warps(dtype: torch.dtype) -> int:
+    """Warps per program: 8 for float64, 4 for float32. Compiled ahead of time for sm_70 .. sm_90
+    (``benchmarks/ptxas_counts.py``, counts in ``benchmarks/RESULTS.md``): at 4 warps the float64 backward kernel
+    spills (255 registers, 72 to 232 bytes) on every architecture, at 8 it holds 182-212 registers without spills;
+    float32 needs at most 149 at 4 warps (8 warps spill on sm_90). Not timed on a GPU yet.
+
+    >>> num_warps(torch.float64), num_warps(torch.float32)
+    (8, 4)
+    """
+    return 8 if dtype == torch.float64 else 4
 
 
 def _cdiv(value: int, block: int) -> int:

@@ -38,11 +38,12 @@ try:
 except ImportError:  # importable without Triton (the doctests import every module); the kernel is never launched then
     triton = tl = None
 
-__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "metric_counts_kernel"]
+__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "launch_config", "launch_config_for", "metric_counts_kernel"]
 
 BLOCK_M, BLOCK_N, BLOCK_K = 32, 64, 32  # a program's queries, a tile's items, the slice of the dimension per tl.dot
-# 8 warps: compiled ahead of time for sm_90 (no GPU at hand), ptxas gives the counting mode 176 registers and no
-# spills (4 warps: 255 registers and spills); the timing is not measured yet
+# 8 warps: compiled ahead of time (no GPU at hand; benchmarks/ptxas_counts.py, counts in benchmarks/RESULTS.md),
+# ptxas gives the counting mode 180-232 registers and no spills on sm_70 .. sm_90 but sm_80 (4 warps: 255 registers
+# and spills everywhere); sm_80 takes slices of 16 (8 warps and slices of 32 spill 64 bytes there); not timed yet
 NUM_WARPS = 8
 MODE_SCORES, MODE_POSITIVES, MODE_COUNTS = 0, 1, 2
 
@@ -110,6 +111,24 @@ def _metric_counts(  # type: ignore[no-untyped-def]  # a Triton kernel: its para
                 pos = tl.minimum(pos, count[:, None])
                 bins = out_ptr + wide[:, None] * stride_out + strict_pass * hist_width + (count[:, None] - pos)
                 tl.atomic_add(bins, tl.full((BLOCK_M, BLOCK_N), 1, tl.int32), mask=inside & (pos > 0))
+
+
+def launch_config_for(arch: int) -> tuple[int, int]:
+    """``(BLOCK_K, num_warps)`` on ``sm_<arch>`` (the same for the three modes: their tiles must be computed alike).
+
+    >>> launch_config_for(90), launch_config_for(80)
+    ((32, 8), (16, 8))
+    """
+    return (16, NUM_WARPS) if arch == 80 else (BLOCK_K, NUM_WARPS)
+
+
+def launch_config(device: torch.device) -> tuple[int, int]:
+    """``(BLOCK_K, num_warps)`` on ``device``: its architecture's (:func:`launch_config_for`); the interpreter's
+    (CPU tensors) are the defaults."""
+    if device.type != "cuda":
+        return BLOCK_K, NUM_WARPS
+    major, minor = torch.cuda.get_device_capability(device)
+    return launch_config_for(10 * major + minor)
 
 
 _KERNELS: dict[bool, Any] = {}

@@ -25,7 +25,8 @@ from torch import Tensor
 
 from ranklit._checks import check_in_range, check_positive
 from ranklit.functional._kernels._rank_engine import smooth_rank_engine
-from ranklit.functional._kernels._rank_sums import RankSteps, rank_sums
+from ranklit.functional._kernels._rank_sums import RankSteps
+from ranklit.functional._kernels._rank_sums_check import checked_rank_sums
 from ranklit.functional.losses._smooth_rank import SupAPOptions
 from ranklit.functional.losses.contract import check_score_masks, reduce_ap_loss, resolve_chunk_size
 from ranklit.functional.ranking import (
@@ -209,7 +210,8 @@ def hap_surrogate(
         return scores.new_zeros(scores.shape[0]), has_relevant
     if smooth_rank_engine(scores, opts.engine, num_levels) == "triton":
         codes = torch.where(valid, levels, torch.full_like(levels, -1))
-        rank, hrank = rank_sums(scores, codes, rel, index, ranked, opts.steps())
+        forced = opts.engine == "triton"
+        rank, hrank = checked_rank_sums(scores, codes, rel, index, ranked, opts.steps(), forced=forced)
         return _hap_ratio(hrank, rank, rel.gather(1, index), ranked), has_relevant
     chunk_fn = partial(_hap_per_query, options=opts)
     hap = map_query_chunks(chunk_fn, scores, levels, rel, valid, index, ranked, chunk_size=size)

@@ -23,7 +23,8 @@ from torch import Tensor
 
 from ranklit._checks import check_chunk_size, check_in_range, check_positive
 from ranklit.functional._kernels._rank_engine import check_engine, smooth_rank_engine
-from ranklit.functional._kernels._rank_sums import RankSteps, rank_sums
+from ranklit.functional._kernels._rank_sums import RankSteps
+from ranklit.functional._kernels._rank_sums_check import checked_rank_sums
 from ranklit.functional.losses.contract import (
     check_offset,
     check_score_masks,
@@ -234,7 +235,7 @@ def _smooth_rank_ap(
     index, ranked = select_columns(positives)
     if smooth_rank_engine(scores, engine) == "triton":
         codes = positives.to(torch.int8) + valid.to(torch.int8) - 1  # 1 positive, 0 negative, -1 outside
-        rank, rank_pos = rank_sums(scores, codes, None, index, ranked, steps)
+        rank, rank_pos = checked_rank_sums(scores, codes, None, index, ranked, steps, forced=engine == "triton")
         return _mean_ratio(rank_pos, rank, ranked), has_positive
     size = resolve_chunk_size(chunk_size, scores.shape[0], index.shape[1], scores.shape[1])
     ap = map_query_chunks(chunk_fn, scores, positives, valid, index, ranked, chunk_size=size)

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from ranklit.functional._kernels._guard import KernelLaunchError, kernel_device, triton_version_problem
 from ranklit.functional.inputs import RetrievalInputs
 from ranklit.functional.metrics._positive_ranks import SortedKeys, sort_positive_scores
 
@@ -58,6 +59,9 @@ def kernel_reason(device: torch.device, dtype: torch.dtype) -> str | None:
     failure = _triton_failure()
     if failure is not None:
         return f"Triton does not import ({failure})"
+    too_old = triton_version_problem()
+    if too_old is not None:
+        return too_old
     if dtype != torch.float32:
         return f"{dtype} scores (the kernel computes in float32)"
     return None
@@ -166,15 +170,20 @@ class KernelCounter:
         t, (queries, query_ids, junk) = self._triton, chunk
         thresholds = out if thresholds is None else thresholds
         grid = (-(-queries.shape[0] // t.BLOCK_M),)  # programs of BLOCK_M queries
-        self.kernel[grid](
-            queries, self.refs, query_ids if query_ids is not None else start, self.ref_ids if self.ref_ids is not None
-            else start, junk if junk is not None else start, start, count, start if tiles is None else tiles,
-            thresholds, out,
-            queries.shape[0], self.refs.shape[0], queries.shape[1], log_width, hist_width, queries.stride(0),
-            self.refs.stride(0), junk.stride(0) if junk is not None else 0, thresholds.stride(0), out.stride(0),
-            MODE=mode, HAS_IDS=query_ids is not None, HAS_JUNK=junk is not None, STRICT=int(strict),
-            BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=t.BLOCK_K, num_warps=t.NUM_WARPS,
-        )
+        block_k, warps = t.launch_config(queries.device)
+        try:
+            with kernel_device(queries.device):
+                self.kernel[grid](
+                    queries, self.refs, query_ids if query_ids is not None else start,
+                    self.ref_ids if self.ref_ids is not None else start, junk if junk is not None else start, start,
+                    count, start if tiles is None else tiles, thresholds, out,
+                    queries.shape[0], self.refs.shape[0], queries.shape[1], log_width, hist_width, queries.stride(0),
+                    self.refs.stride(0), junk.stride(0) if junk is not None else 0, thresholds.stride(0),
+                    out.stride(0), MODE=mode, HAS_IDS=query_ids is not None, HAS_JUNK=junk is not None,
+                    STRICT=int(strict), BLOCK_M=t.BLOCK_M, BLOCK_N=t.BLOCK_N, BLOCK_K=block_k, num_warps=warps,
+                )
+        except Exception as error:  # a compile or launch error: the caller recomputes with the torch path
+            raise KernelLaunchError(f"the metrics' counting kernel failed: {error}") from error
 
     def _tiles(self, start: Tensor, count: Tensor) -> Tensor:
         """``[B, 2]`` int64 first and end column of the tiles holding the positives of each program's queries (their

@@ -15,7 +15,9 @@
 
 On CUDA tensors (float32 scores, Triton importable) every case takes the row-by-row paths with the counts from a
 Triton kernel that never writes the scores (:mod:`ranklit.functional.metrics._kernel_counts`): the same counts as the
-torch path on the kernel's scores, the same metric formulas.
+torch path on the kernel's scores, the same metric formulas. The kernel checks itself on first use
+(:mod:`ranklit.functional.metrics._kernel_check`); a launch that raises later gives one warning and the evaluation is
+recomputed by the torch path (row by row, as the kernel's).
 
 Peak memory is ``O(chunk_size * N)`` (plus ``O(chunk_size * R * L)`` for ``R`` relevant items with hierarchical
 labels; ``O(tile^2)`` on the first path), never ``O(N^2)``; everything runs on the embeddings' device.
@@ -31,6 +33,7 @@ import torch
 from torch import Tensor
 
 from ranklit._checks import check_chunk_size
+from ranklit.functional._kernels._guard import KernelLaunchError, kernel_failed
 from ranklit.functional.floating_point import full_precision
 from ranklit.functional.inputs import (
     RetrievalInputs,
@@ -38,6 +41,7 @@ from ranklit.functional.inputs import (
     check_hierarchy,
     prepare_inputs,
 )
+from ranklit.functional.metrics._kernel_check import METRICS_KERNEL, metric_kernel_usable
 from ranklit.functional.metrics._kernel_counts import metrics_kernel
 from ranklit.functional.metrics._options import (
     AVERAGES,
@@ -260,6 +264,8 @@ def _evaluate(
     strict = ties != "pessimistic"
     finish = (x.query_labels[:, 0], num_queries, num_levels, cutoffs, average, per_query)
     kernel = metrics_kernel(x, junk)  # CUDA: the Triton kernel counts, the scores never written (else None)
+    if kernel is not None and not metric_kernel_usable(x.queries.device):  # its self-check, on first use
+        kernel = None
     if kernel is None and symmetric:
         tile = chunk_size or symmetric_tile_size(num_queries, x.queries.device)
         if shard is not None:
@@ -280,7 +286,14 @@ def _evaluate(
     order = torch.argsort(class_sizes, stable=True)
     if shard is not None:
         order = order[shard.rank :: shard.world_size]  # every process gets queries of every class size
-    evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha, kernel=kernel)
+    try:
+        evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha, kernel=kernel)
+    except KernelLaunchError as error:  # one warning; the torch path for this evaluation and the process's next ones
+        kernel_failed(METRICS_KERNEL, x.queries.device, torch.float32, error)
+        table = QueryValues(_total_keys(num_levels, cutoffs), num_queries, x.queries.device)
+        chunk = chunk_size or metrics_chunk_size(num_queries, num_refs, num_levels, x.queries.device,
+                                                 max_relevant=largest_class)
+        evaluate_rows(table, x, order, chunk, junk=junk, ties=ties, cutoffs=cutoffs, alpha=alpha)
     if shard is not None:
         table.all_reduce(shard)
     return _finalise(table, *finish)

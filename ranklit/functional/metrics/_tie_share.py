@@ -26,6 +26,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
+from ranklit.functional._kernels._guard import KernelFallbackWarning
 from ranklit.functional.inputs import RetrievalInputs, excluded_pairs
 from ranklit.functional.ties import TIES, TiedScoresWarning
 
@@ -98,9 +99,12 @@ def warn_if_tied(x: RetrievalInputs, junk: Tensor | None, ties: str, evaluate: E
         return
     sample = replace(x, queries=x.queries[rows], query_labels=x.query_labels[rows],
                      query_ids=None if x.query_ids is None else x.query_ids[rows])
-    with warnings.catch_warnings():  # the sample's own warnings (no positive in it, ...) are not the user's
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:  # the sample's own warnings (no positive in it, ...) are
+        warnings.simplefilter("always")  # not the user's; a kernel falling back to torch is
         figures = {policy: evaluate(sample, None if junk is None else junk[rows], policy) for policy in TIES}
+    for warning in caught:
+        if issubclass(warning.category, KernelFallbackWarning):
+            warnings.warn(warning.message, stacklevel=5)
     keys = [key for key in _KEYS if key in figures[ties]]
     if all(_same(figures["pessimistic"][key], figures["optimistic"][key]) for key in keys):
         return
