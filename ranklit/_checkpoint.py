@@ -5,7 +5,7 @@ A ``.ckpt`` (or ``.pt``) file is a pickle, and unpickling a file can call any fu
 calls ``torch.load(..., weights_only=True)``: torch's restricted unpickler, which refuses any global outside its set of
 tensor rebuilders and plain containers *before* calling anything. That covers ``ranklit fit --ckpt_path``/``--resume``,
 ``test``/``validate``/``predict --ckpt_path`` (ranklit's check, then Lightning's own restore through
-:class:`ranklit.training.SafeCheckpointIO`), ``export``, ``index``, ``search`` (the index's ``net.pt``),
+:class:`ranklit.training.SafeCheckpointIO`, which also writes every checkpoint atomically), ``export``, ``index``, ``search`` (the index's ``net.pt``),
 :func:`ranklit.deploy.load_model`, :meth:`ranklit.deploy.Retriever.from_index` and
 :meth:`ranklit.models.RetrievalModule.load_from_checkpoint`.
 
