@@ -39,8 +39,7 @@ from typing_extensions import override
 
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import checkpoint_batch_progress
-from ranklit.training import use_safe_checkpoint_io
-from ranklit.training._checkpoint_io import TEMPORARY_INFIX
+from ranklit.training import SafeCheckpointIO, use_safe_checkpoint_io
 
 __all__ = ["RunCheckpoint", "flush_loggers", "rotated_name"]
 
@@ -98,7 +97,8 @@ class RunCheckpoint(Checkpoint):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         use_safe_checkpoint_io(trainer)
         if trainer.is_global_zero and self.dirpath.is_dir():
-            for leftover in self.dirpath.glob(f".*{TEMPORARY_INFIX}*"):  # a kill during a write: never a checkpoint
+            # a kill during a write: never a checkpoint
+            for leftover in self.dirpath.glob(f".*{SafeCheckpointIO.TEMPORARY_INFIX}*"):
                 leftover.unlink(missing_ok=True)
 
     @override

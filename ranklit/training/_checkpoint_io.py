@@ -34,10 +34,7 @@ from lightning.pytorch import Trainer
 
 from ranklit._checkpoint import load_checkpoint
 
-__all__ = ["TEMPORARY_INFIX", "SafeCheckpointIO", "use_safe_checkpoint_io"]
-
-#: The infix of the temporary files of :meth:`SafeCheckpointIO.save_checkpoint`: ``.last.ckpt.tmp-<pid>``.
-TEMPORARY_INFIX = ".tmp-"
+__all__ = ["SafeCheckpointIO", "use_safe_checkpoint_io"]
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -51,6 +48,9 @@ def _fsync_folder(folder: Path) -> None:
 
 class SafeCheckpointIO(TorchCheckpointIO):
     """``TorchCheckpointIO`` that loads weights only and writes atomically (module docstring)."""
+
+    #: The infix of the temporary files of :meth:`save_checkpoint`: ``.last.ckpt.tmp-<pid>``.
+    TEMPORARY_INFIX = ".tmp-"
 
     def load_checkpoint(self, path: Any, map_location: Any = None, weights_only: bool | None = None) -> dict[str, Any]:
         """The checkpoint at ``path``, by :func:`ranklit._checkpoint.load_checkpoint` (``weights_only`` ignored)."""
@@ -72,7 +72,7 @@ class SafeCheckpointIO(TorchCheckpointIO):
             return
         final = Path(path)
         final.parent.mkdir(parents=True, exist_ok=True)
-        temporary = final.parent / f".{final.name}{TEMPORARY_INFIX}{os.getpid()}"
+        temporary = final.parent / f".{final.name}{self.TEMPORARY_INFIX}{os.getpid()}"
         try:
             with temporary.open("wb") as file:
                 torch.save(checkpoint, file)
