@@ -5,17 +5,20 @@ A ``.ckpt`` (or ``.pt``) file is a pickle, and unpickling a file can call any fu
 calls ``torch.load(..., weights_only=True)``: torch's restricted unpickler, which refuses any global outside its set of
 tensor rebuilders and plain containers *before* calling anything. That covers ``ranklit fit --ckpt_path``/``--resume``,
 ``test``/``validate``/``predict --ckpt_path`` (ranklit's check, then Lightning's own restore through
-:class:`ranklit.training.SafeCheckpointIO`), ``export``, ``index``, ``search`` (the index's ``net.pt``),
-:func:`ranklit.deploy.load_model`, :meth:`ranklit.deploy.Retriever.from_index` and
-:meth:`ranklit.models.RetrievalModule.load_from_checkpoint`.
+:class:`ranklit.training.SafeCheckpointIO`, which also writes every checkpoint atomically), ``export``, ``index``,
+``search`` (the index's ``net.pt``), :func:`ranklit.deploy.load_model`, :meth:`ranklit.deploy.Retriever.from_index`
+and :meth:`ranklit.models.RetrievalModule.load_from_checkpoint`.
 
 **Why no allow-list.** What ranklit and Lightning write is tensors (``torch._utils._rebuild_tensor_v2`` and
 ``torch.*Storage``), ``collections.OrderedDict`` and plain values (dicts, lists, strings, numbers, ``None``): the
-globals found in a ``ranklit fit`` checkpoint, all in torch's weights-only set since torch 2.2, the oldest ranklit
-supports. No class of ranklit's own is pickled (the hyper-parameters are the config's ``class_path``/``init_args``
-dicts), so nothing needs ``torch.serialization.add_safe_globals`` (torch >= 2.4) and nothing is loaded as a full
-pickle. A checkpoint that names any other global is refused with one line naming the file. torch before 2.6 had a
-weights-only bypass (CVE-2025-32434): use torch >= 2.6 for files from others.
+globals found in a ``ranklit fit`` checkpoint, all in torch's weights-only set. No class of ranklit's own is pickled
+(the hyper-parameters are the config's ``class_path``/``init_args`` dicts), so nothing needs
+``torch.serialization.add_safe_globals`` and nothing is loaded as a full pickle. A checkpoint that names any other
+global is refused with one line naming the file.
+
+**torch >= 2.6.** torch before 2.6 had a weights-only bypass (CVE-2025-32434): a crafted file could run code through
+``torch.load(weights_only=True)``. ranklit requires torch 2.6 (``pyproject.toml``), and :func:`load_checkpoint`
+refuses to load anything under an older torch (one installed with ``--no-deps``, say) rather than trust that bypass.
 
 ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` does not change this: torch applies it only where ``weights_only`` is not given.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,10 +40,32 @@ import torch
 
 from ranklit.errors import UserError
 
-__all__ = ["REBUILT", "load_checkpoint", "offline_rebuild"]
+__all__ = ["REBUILT", "SAFE_TORCH", "check_safe_torch", "load_checkpoint", "offline_rebuild"]
 
 REBUILT = {"pretrained": False, "weights": None}
 """The ``model.net.init_args`` a network rebuilt for a checkpoint's weights is built with (module docstring)."""
+
+#: The oldest torch whose ``torch.load(weights_only=True)`` ranklit trusts (module docstring).
+SAFE_TORCH = (2, 6)
+
+
+def check_safe_torch(version: str | None = None) -> None:
+    """Refuse (``UserError``) a torch older than :data:`SAFE_TORCH` (default: the installed ``torch.__version__``).
+
+    Example:
+        >>> check_safe_torch("2.6.0+cpu")
+        >>> check_safe_torch("2.5.1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ranklit.errors.UserError: torch 2.5.1 is installed: ranklit loads checkpoints only with torch >= 2.6 (...
+    """
+    version = str(torch.__version__) if version is None else version
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is not None and (int(found.group(1)), int(found.group(2))) < SAFE_TORCH:
+        raise UserError(
+            f"torch {version} is installed: ranklit loads checkpoints only with torch >= 2.6 (before 2.6, a crafted "
+            "file can run code through weights-only loading, CVE-2025-32434). Upgrade: pip install 'torch>=2.6'."
+        )
 
 
 def _refusal(name: str, error: pickle.UnpicklingError) -> str:
@@ -65,7 +91,8 @@ def load_checkpoint(source: str | Path | IO[bytes], *, map_location: Any = "cpu"
         name: how the messages call a file object (default: its ``name``, else "the checkpoint").
 
     Raises:
-        UserError: the file is missing, names code to run (nothing of it is run), or is not a torch file.
+        UserError: the file is missing, names code to run (nothing of it is run), or is not a torch file; torch is
+            older than 2.6 (:func:`check_safe_torch`).
 
     Example:
         >>> import os, tempfile
@@ -82,6 +109,7 @@ def load_checkpoint(source: str | Path | IO[bytes], *, map_location: Any = "cpu"
         ...
         ranklit.errors.UserError: ...a.ckpt: refused to load a checkpoint that names code to run (...system...)...
     """
+    check_safe_torch()
     if name is None:
         name = str(source) if isinstance(source, (str, Path)) else str(getattr(source, "name", "the checkpoint"))
     if isinstance(source, (str, Path)) and not Path(source).is_file():

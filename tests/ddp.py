@@ -1,9 +1,10 @@
 """What the tests that start several processes share: a free port, the process group, the environment of a child
-``ranklit`` process, and subprocess time-outs scaled to the machine's load (one setting)."""
+``ranklit`` process, its signal dispositions, and subprocess time-outs scaled to the machine's load (one setting)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -29,6 +30,21 @@ def child_environment(**extra: str) -> dict[str, str]:
     process, gloo on the loopback interface; ``extra`` on top."""
     path = os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")]))
     return os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | extra
+
+
+#: The signals the tests send to child processes (or that a child sends itself): each starts with its default action.
+SIGNALS_SENT = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGQUIT)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of every child a test signals: :data:`SIGNALS_SENT` back to their default action.
+
+    An ignored signal stays ignored across ``exec``: under a runner started as a shell's background job
+    (``python -m pytest &``) or with ``nohup``, the children would inherit ``SIGINT`` (or ``SIGHUP``) ignored, and a
+    test's Ctrl-C would do nothing. (``subprocess``'s ``restore_signals`` resets ``SIGPIPE``/``SIGXFSZ`` only.)
+    """
+    for signum in SIGNALS_SENT:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def scaled_timeout(seconds: float) -> float:

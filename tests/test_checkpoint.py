@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from packaging.requirements import Requirement
 from PIL import Image
 
 from ranklit._checkpoint import load_checkpoint
@@ -182,3 +183,19 @@ def test_every_command_refuses_a_hostile_checkpoint_in_one_line(files: dict[str,
             name, errors)
     assert not _wait_for(files["marker"])
     assert not (root / "m.pt").exists() and not (root / "new-index").exists() and not (root / "predictions").exists()
+
+
+def test_torch_before_2_6_is_neither_required_nor_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47, item 1: torch's weights-only loading could be bypassed before 2.6 (CVE-2025-32434): pyproject
+    requires 2.6, and under an older torch (installed with ``--no-deps``) every load is refused, naming the fix."""
+    import tomllib  # Python >= 3.11, as tests/test_packaging.py
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    (torch_requirement,) = [r for r in map(Requirement, project["dependencies"]) if r.name == "torch"]
+    assert "2.5.1" not in torch_requirement.specifier and "2.6.0" in torch_requirement.specifier
+    path = tmp_path / "a.ckpt"
+    torch.save({"state_dict": {"w": torch.ones(2)}}, path)
+    monkeypatch.setattr(torch, "__version__", "2.5.1+cpu")
+    for load in (lambda: load_checkpoint(path), lambda: SafeCheckpointIO().load_checkpoint(path)):
+        with pytest.raises(UserError, match=r"torch 2\.5\.1\+cpu is installed: .* torch >= 2\.6 .*CVE-2025-32434"):
+            load()

@@ -17,6 +17,7 @@ __all__ = [
     "batch_progress",
     "checkpoint_batch_progress",
     "cluster_environment",
+    "replace_taken_names",
     "request_stop",
     "skip_ddp_gradient_sync",
     "training_data_fetcher",
@@ -110,6 +111,12 @@ def checkpoint_batch_progress(checkpoint: dict[str, Any]) -> dict[str, Any]:
     the loop internals behind :func:`batch_progress`, without a stability promise."""
     progress: dict[str, Any] = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
     return progress
+
+
+def replace_taken_names(callback: Any) -> None:
+    """Make a ``ModelCheckpoint`` write over a file of the name it saves to, rather than beside it as ``-v1``
+    (``enable_version_counter=False`` after construction: ``callback._enable_version_counter``)."""
+    callback._enable_version_counter = False
 
 
 def request_stop(trainer: Any) -> None:

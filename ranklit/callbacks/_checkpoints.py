@@ -11,12 +11,12 @@ Before ``last.ckpt`` is replaced, the previous one becomes ``last-1.ckpt`` (and 
 ``last-2.ckpt``, …): ``keep_latest`` resumable checkpoints are kept in all. The loggers are flushed before each save,
 so the rows a checkpoint covers are on disk with it (a resumed run drops the rows logged after it).
 
-**Atomic writes.** :class:`AtomicCheckpointIO` (installed by :func:`use_atomic_writes`) writes every checkpoint of
-the trainer (these, ``interrupted.ckpt``, a ``ModelCheckpoint``'s) to a temporary file in the destination folder,
-flushes and ``fsync``s it, then renames it over the final name: a kill at any moment leaves either the previous file
-or the new one, never a partial file under a final name (Lightning's own save goes through a temporary file in
-``$TMPDIR``, a copy when that is another filesystem). A temporary file left by a kill is removed when the next run
-of the folder starts.
+**Atomic writes.** :class:`ranklit.training.SafeCheckpointIO` (installed on setup unless the trainer has a
+``CheckpointIO`` of the user's own) writes every checkpoint of the trainer (these, ``interrupted.ckpt``, a
+``ModelCheckpoint``'s) to a temporary file in the destination folder, ``fsync``s it, then renames it over the final
+name: a full disk or a kill at any moment leaves either the previous file or the new one, never a partial file under
+a final name, whatever ``$TMPDIR`` is. A temporary file left by a kill is removed when the next run of the folder
+starts.
 
 Worst-case work lost by a ``kill -9`` (no chance to save): the training since the newest of these saves, i.e. one
 epoch with the default schedule, ``every_n_steps`` steps (plus the batch in progress) with it set.
@@ -34,18 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
-import torch
-from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.callbacks import Checkpoint
-from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import checkpoint_batch_progress
+from ranklit.training import SafeCheckpointIO, use_safe_checkpoint_io
 
-__all__ = ["AtomicCheckpointIO", "RunCheckpoint", "flush_loggers", "rotated_name", "use_atomic_writes"]
-
-_TEMPORARY = ".tmp-"  # infix of the temporary files: `.last.ckpt.tmp-<pid>`
+__all__ = ["RunCheckpoint", "flush_loggers", "rotated_name"]
 
 
 def rotated_name(age: int) -> str:
@@ -62,39 +58,6 @@ def flush_loggers(trainer: L.Trainer) -> None:
     """Write the loggers' pending rows (``metrics.csv``) to disk, so they survive a kill with the checkpoint."""
     for logger in trainer.loggers:
         logger.save()
-
-
-class AtomicCheckpointIO(TorchCheckpointIO):
-    """``torch.save`` to a temporary file beside the destination, ``fsync``, rename (module docstring); remote
-    (``fsspec``) paths are left to Lightning's writer."""
-
-    @override
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
-        if storage_options is not None or type(get_filesystem(path)).__name__ != "LocalFileSystem":
-            super().save_checkpoint(checkpoint, path, storage_options)
-            return
-        final = Path(path)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        temporary = final.parent / f".{final.name}{_TEMPORARY}{os.getpid()}"
-        try:
-            with temporary.open("wb") as file:
-                torch.save(checkpoint, file)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, final)
-        finally:
-            temporary.unlink(missing_ok=True)
-        folder = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)  # the rename itself reaches the disk
-        finally:
-            os.close(folder)
-
-
-def use_atomic_writes(trainer: L.Trainer) -> None:
-    """Give ``trainer`` the :class:`AtomicCheckpointIO` writer, unless it has a custom one."""
-    if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
-        trainer.strategy.checkpoint_io = AtomicCheckpointIO()
 
 
 class RunCheckpoint(Checkpoint):
@@ -132,9 +95,10 @@ class RunCheckpoint(Checkpoint):
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        use_atomic_writes(trainer)
+        use_safe_checkpoint_io(trainer)
         if trainer.is_global_zero and self.dirpath.is_dir():
-            for leftover in self.dirpath.glob(f".*{_TEMPORARY}*"):  # a kill during a write: never a checkpoint
+            # a kill during a write: never a checkpoint
+            for leftover in self.dirpath.glob(f".*{SafeCheckpointIO.TEMPORARY_INFIX}*"):
                 leftover.unlink(missing_ok=True)
 
     @override

@@ -52,9 +52,9 @@ from typing_extensions import override
 
 from ranklit._checks import check_positive_int
 from ranklit._compat.lightning import batch_progress
-from ranklit.callbacks._checkpoints import flush_loggers, use_atomic_writes
+from ranklit.callbacks._checkpoints import flush_loggers
 from ranklit.callbacks._training_stops import agree_after_batch, agree_after_epoch
-from ranklit.training import requeue_job
+from ranklit.training import requeue_job, use_safe_checkpoint_io
 from ranklit.training.stops import StopSignals, mark_stopped, record_stop, stopped_by
 
 __all__ = ["FaultTolerance", "first_non_finite", "step_in_progress"]
@@ -114,7 +114,7 @@ class FaultTolerance(OnExceptionCheckpoint):
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         StopSignals.install(trainer)  # before Lightning registers its handlers (for the baseline validation too)
-        use_atomic_writes(trainer)
+        use_safe_checkpoint_io(trainer)  # loads weights only, writes atomically
 
     @override
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

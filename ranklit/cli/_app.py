@@ -44,7 +44,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from typing_extensions import override
 
-from ranklit._compat.lightning import CheckpointSettingsCLI
+from ranklit._compat.lightning import CheckpointSettingsCLI, replace_taken_names
 from ranklit._injected import check_injected
 from ranklit.callbacks import (
     RATE_SETTINGS,
@@ -233,7 +233,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         if resumed and self.config[self.subcommand].get("resume_new_rates"):
             callbacks.append(NewLearningRates())
         if trainer.checkpoint_callback is not None:
-            _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"))
+            _add_checkpoints(callbacks, folder / "checkpoints", self.config[self.subcommand].get("checkpoint"),
+                             resumed=resumed is not None)
         elif not any(isinstance(c, TrainingStops) for c in callbacks):
             callbacks.append(TrainingStops())  # no checkpoints: the stops (exit 128 + n) all the same
         set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])  # may refuse: before the lock
@@ -280,9 +281,13 @@ class RanklitCLI(CheckpointSettingsCLI):
                 sys.stdout.write(f"Predictions written to {writer.path}: {count_rows(writer.path)} rows.\n")
 
 
-def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> None:
+def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any, resumed: bool = False) -> None:
     """The run's :class:`RunCheckpoint` (``--checkpoint.*``) and :class:`FaultTolerance` unless configured; a
-    ``ModelCheckpoint`` of the same folder keeps only its best checkpoints (``last.ckpt`` is the schedule's)."""
+    ``ModelCheckpoint`` of the same folder keeps only its best checkpoints (``last.ckpt`` is the schedule's).
+
+    In a resumed run, a ``ModelCheckpoint`` whose file names hold the epoch or step replaces a file of the same name
+    instead of writing a ``-v1`` copy beside it: that file was written after the checkpoint the run resumes from (by
+    the run that was killed, for the same epoch and step), and the resumed run writes it again."""
     if not any(isinstance(c, RunCheckpoint) for c in callbacks):
         callbacks.append(RunCheckpoint(folder, **(settings.as_dict() if settings is not None else {})))
     if not any(isinstance(c, FaultTolerance) for c in callbacks):
@@ -290,6 +295,8 @@ def _add_checkpoints(callbacks: list[Callback], folder: Path, settings: Any) -> 
     for callback in callbacks:
         if isinstance(callback, ModelCheckpoint) and callback.dirpath in (None, str(folder.resolve())):
             callback.save_last = False
+            if resumed and any(field in (callback.filename or "") for field in ("{epoch", "{step")):
+                replace_taken_names(callback)  # one save a step: a name taken is the killed run's
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +24,7 @@ from typing import Any
 
 import torch
 
-from tests.ddp import child_environment, free_port
+from tests.ddp import child_environment, default_signals, free_port
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -70,10 +71,13 @@ def run(
     timeout: float = 400,
     env: dict[str, str] | None = None,
     during: Callable[[subprocess.Popen], None] | None = None,
+    ignored: tuple[int, ...] = (),
 ) -> Result:
     """Run ``ranklit fit`` in ``folder`` with ``launcher`` (``"single"``, ``"lightning"``, ``"torchrun"``, ``"srun"``:
     :mod:`tests.callbacks.fake_srun`), with the variables ``env`` added to the environment; ``during(process)`` runs
-    in a thread while it runs (signals sent from outside: ``SIGCONT``)."""
+    in a thread while it runs (signals sent from outside: ``SIGCONT``). The command starts with the default action
+    of every signal the tests send (:func:`tests.ddp.default_signals`) but those of ``ignored`` (``SIGINT``: a
+    shell's background job)."""
     folder.mkdir(parents=True, exist_ok=True)
     processes = 1 if launcher == "single" else 2
     args = [*cli_args(processes, workers), *extra]
@@ -95,7 +99,7 @@ def run(
     stamp = folder / "signal.txt"
     stamp.unlink(missing_ok=True)
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+                               text=True, start_new_session=True, preexec_fn=lambda: _start_signals(ignored))
     if during is not None:
         threading.Thread(target=during, args=(process,), daemon=True).start()
     try:
@@ -107,6 +111,12 @@ def run(
     ended = time.time()
     signalled = [float(line) for line in stamp.read_text().split()] if stamp.is_file() else []
     return Result(process.returncode, stderr, ended - signalled[0] if signalled else None)
+
+
+def _start_signals(ignored: tuple[int, ...]) -> None:
+    default_signals()
+    for signum in ignored:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def raise_at(step: int, where: str) -> str:

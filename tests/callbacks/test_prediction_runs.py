@@ -19,7 +19,7 @@ from ranklit.data import SyntheticHierarchy
 from ranklit.errors import UserError
 from ranklit.index import DescriptorShards, DescriptorWriter
 from tests.cli.test_cli import TINY
-from tests.ddp import scaled_timeout
+from tests.ddp import default_signals, scaled_timeout
 from tests.tiny import SMALL, synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def _predict(folder: Path, *extra: str, devices: int = 1) -> subprocess.Complete
     command = [sys.executable, "-m", "ranklit.cli", *args, *ddp, "--trainer.enable_progress_bar=false", *extra]
     return subprocess.run(
         command, cwd=folder, capture_output=True, text=True, timeout=scaled_timeout(300), env=env,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=default_signals,
     )
 
 

@@ -16,11 +16,10 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from ranklit.callbacks import FaultTolerance, RunCheckpoint
-from ranklit.callbacks._checkpoints import AtomicCheckpointIO
 from ranklit.callbacks._locks import LOCK_FILE, RunLock, RunLocked, lock_holder
 from ranklit.callbacks._new_rates import NewLearningRates
 from ranklit.cli._runs import latest_checkpoint
-from ranklit.training import stops
+from ranklit.training import SafeCheckpointIO, stops
 from ranklit.training.stops import agree_to_stop, exit_code, mark_stopped
 from tests.callbacks.test_faults import _Images, _Model
 
@@ -80,10 +79,10 @@ class _Unpicklable:
 
 def test_atomic_write_never_leaves_a_partial_file(tmp_path: Path) -> None:
     path = tmp_path / "last.ckpt"
-    AtomicCheckpointIO().save_checkpoint({"a": torch.ones(3)}, path)
+    SafeCheckpointIO().save_checkpoint({"a": torch.ones(3)}, path)
     before = path.read_bytes()
     with pytest.raises(RuntimeError, match="interrupted mid-write"):
-        AtomicCheckpointIO().save_checkpoint({"a": torch.zeros(3), "b": _Unpicklable()}, path)
+        SafeCheckpointIO().save_checkpoint({"a": torch.zeros(3), "b": _Unpicklable()}, path)
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
 
 

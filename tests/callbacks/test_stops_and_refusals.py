@@ -48,6 +48,16 @@ def test_checkpointing_off_a_signal_exits_128_plus_n(launcher: str, name: str, t
         assert line in stopped.stderr, stopped.stderr[-3000:]
 
 
+@pytest.mark.slow
+def test_started_with_sigint_ignored_a_sigterm_still_stops_and_saves(tmp_path: Path) -> None:
+    """Issue 47, item 2: ``ranklit fit`` started as a shell's background job (``SIGINT`` ignored) stops on
+    ``SIGTERM`` after the batch, with exit code 143, one stop line and ``interrupted.ckpt`` at that step."""
+    stopped = run(tmp_path, "single", 0, signal_at(3, "SIGTERM"), ignored=(signal.SIGINT,))
+    assert stopped.returncode == 143 and "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    assert "SIGTERM: stopping at the next consistent point" in stopped.stderr
+    assert resume_step(tmp_path) == 3 and (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").is_file()
+
+
 @LONG
 def test_checkpointing_off_resume_then_sigterm_exits_143_and_keeps_the_checkpoints(references, tmp_path) -> None:
     """``--resume true`` with checkpointing off continues the run from its checkpoint; a ``SIGTERM`` in it exits 143,

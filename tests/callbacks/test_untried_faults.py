@@ -26,7 +26,7 @@ from tests.callbacks.faults_harness import (
     run,
     signal_at,
 )
-from tests.ddp import child_environment, scaled_timeout
+from tests.ddp import child_environment, default_signals, scaled_timeout
 
 pytestmark = [pytest.mark.long, pytest.mark.timeout(1500)]
 
@@ -37,7 +37,8 @@ def _evaluate(command: str, folder: Path, checkpoint: Path, processes: int, *ext
             f"--ckpt_path={checkpoint}", *(["--trainer.strategy=ddp"] if processes > 1 else [])]
     env = child_environment()
     return subprocess.run([sys.executable, "-m", "ranklit.cli", *args, *extra], cwd=folder, env=env, text=True,
-                          capture_output=True, timeout=scaled_timeout(300), start_new_session=True)
+                          capture_output=True, timeout=scaled_timeout(300), start_new_session=True,
+                          preexec_fn=default_signals)
 
 
 def _logged(folder: Path, version: int, prefix: str) -> dict[str, float]:

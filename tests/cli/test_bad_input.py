@@ -22,7 +22,7 @@ from PIL import Image
 
 from tests.cli.cli_cases import drive
 from tests.data.layouts import bomb, revisited
-from tests.ddp import scaled_timeout
+from tests.ddp import default_signals, scaled_timeout
 
 SMALL = ["--model.net.init_args.backbone=test_resnet", "--model.net.init_args.pretrained=false",
          "--data.image_size=16", "--data.resize_size=16", "--data.crop_size=16", "--trainer.accelerator=cpu",
@@ -176,7 +176,7 @@ def test_bad_files_met_by_the_run_commands_are_one_line(data: Path) -> None:
 def test_ctrl_c_at_start_up_is_one_line_and_exit_130(tmp_path: Path) -> None:
     process = subprocess.Popen([sys.executable, "-m", "ranklit.cli", "data", "check", "--config", "folder.yaml"],
                                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path.cwd())},
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     time.sleep(1.5)  # importing the training stack takes several seconds
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=scaled_timeout(60))

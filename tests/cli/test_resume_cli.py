@@ -20,7 +20,7 @@ import torch
 
 from ranklit.cli import main
 from tests.cli.test_cli import TINY
-from tests.ddp import scaled_timeout
+from tests.ddp import default_signals, scaled_timeout
 from tests.tiny import synthetic_args
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -35,7 +35,8 @@ QUICK = [
 def _fit(folder: Path, *extra: str) -> subprocess.CompletedProcess:
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPOSITORY), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "ranklit.cli", *QUICK, *extra]
-    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=scaled_timeout(300))
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=scaled_timeout(300),
+                          preexec_fn=default_signals)
 
 
 def _signal_at(step: int, name: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 from tests.data.prepare.archives import MINIATURES
 from tests.data.prepare.helpers import prepare, sha256, source_args
 from tests.data.prepare.server import Served, serving
-from tests.ddp import scaled_timeout
+from tests.ddp import default_signals, scaled_timeout
 
 _MIB = 1 << 20
 
@@ -142,7 +142,8 @@ def test_ctrl_c_during_a_download_keeps_the_part_and_the_same_command_continues(
     with serving(Served(files={f"/{name}": content}, throttle=0.05)) as served:
         args = _cub(served, name, content, root, "--no-progress")
         command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", *args]
-        running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=default_signals)
         part = tmp_path / ".cub.downloads" / f"{name}.part"
         deadline = time.monotonic() + 120
         while not (part.exists() and part.stat().st_size > 0) and time.monotonic() < deadline:
