@@ -59,7 +59,7 @@ def assert_every_checkpoint_whole(folder: Path) -> None:
 KINDS = [
     pytest.param("last.ckpt", 2, [], 2, id="last"),  # the epoch-end save, after the step-2 one (last-1.ckpt then)
     # the same writer (SafeCheckpointIO) saves these two: in the long suite, to keep the default one short
-    pytest.param("best-", 1, [], 2, id="best", marks=pytest.mark.long),  # the ModelCheckpoint's after step 4's validation
+    pytest.param("best-", 1, [], 2, id="best", marks=pytest.mark.long),  # the ModelCheckpoint's, step 4
     pytest.param("interrupted.ckpt", 1, [signal_at(3, "SIGTERM")], 2, id="interrupted", marks=pytest.mark.long),
 ]
 
