@@ -2,10 +2,10 @@
 
 **A ranklit class named by a path it no longer has.** jsonargparse answers an unimportable ``class_path`` with a
 dump of the union it tried (about 14 lines: the subtypes, what a class path may be, the given value), where the one
-useful line, "module 'ranklit.models' has no attribute 'RankingGridLogger'", is buried and the class's new home is
-not said. :func:`moved_class_message` finds such a path
-in the parser's message and, when a public package of ranklit exports a class of that name (its ``__all__``),
-replaces the message by one line naming the key, the old path and the new one.
+useful line is buried. :func:`moved_class_message` finds such a path in the parser's message and, when the table of
+moved names says where it went (``ranklit/_moved.py``, which the packages' own errors read too) or a public package
+of ranklit exports a class of that name (its ``__all__``: a path with the wrong package), replaces the message by one
+line naming the key, the old path and the new one.
 
 **An option of another command.** A run's saved ``config.yaml`` holds the options of the command that ran it:
 ``verbose`` (``ranklit test``/``validate``), ``return_predictions`` (``predict``). Given to another command, the
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 import re
+
+from ranklit._moved import MOVED
 
 __all__ = ["PUBLIC_PACKAGES", "current_path", "moved_class_message", "other_command_message", "parser_message"]
 
@@ -82,9 +84,11 @@ def moved_class_message(message: str) -> str | None:
     if found is None:
         return None
     old, reason = found.group(1), found.group(2).strip()
+    key = _KEY.match(message)
+    where = f"`{key.group(1)}`: " if key else ""
+    if old in MOVED:  # a move the package table declares (ranklit/_moved.py)
+        return f"{where}class_path '{old}' has moved: it is '{MOVED[old]}' now; write that in the config."
     new = current_path(old.rsplit(".", 1)[-1])
     if new is None or new == old:
         return None
-    key = _KEY.match(message)
-    where = f"`{key.group(1)}`: " if key else ""
     return f"{where}class_path '{old}' no longer exists ({reason}): it is now '{new}'; write that in the config."

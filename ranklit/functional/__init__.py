@@ -10,6 +10,7 @@ machinery of ``retrieval_metrics`` is internal, its modules start with ``_``: ``
 losses (``_rank_engine``, ``_rank_sums``, ``_rank_sum_kernels``), whose choice :func:`smooth_rank_engine` tells.
 """
 
+from ranklit._moved import moved_getattr
 from ranklit.functional._binned_ap import fastap_loss, softbin_ap_loss
 from ranklit.functional._blackbox import blackbox_ap_loss
 from ranklit.functional._hap import HAPOptions, hap_loss, hap_surrogate
@@ -55,3 +56,5 @@ __all__ = [
     # metrics
     "retrieval_metrics",
 ]
+
+__getattr__ = moved_getattr(__name__)  # a name that moved says where (ranklit/_moved.py)
