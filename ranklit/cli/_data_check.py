@@ -105,6 +105,7 @@ def main(args: list[str]) -> None:
         prog="ranklit data check",
         description=__doc__.splitlines()[0],
         epilog="Every option of `ranklit fit` is accepted (--config several times, --data.root DIR, --data.*).",
+        allow_abbrev=False,  # `--no-prog` is left to the fit parser, which refuses it (no abbreviated option)
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     options, rest = parser.parse_known_args(args)

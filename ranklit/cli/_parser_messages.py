@@ -28,7 +28,10 @@ PUBLIC_PACKAGES = (
 )
 _CLASS_PATH = re.compile(r"Problem with given class_path '(ranklit\.[\w.]+)':\s*\n\s*([^\n]+)")
 _KEY = re.compile(r'^Parser key "([^"]+)"')
-_NOT_ACCEPTED = re.compile(r"^Option '(\w+)' is not accepted$")
+# jsonargparse 4.53: "Subcommand 'predict' does not accept option 'verbose'" from the command line's parse, "Option
+# 'verbose' is not accepted" from the subcommand's own parser (`--print_config`); tests/cli/test_newcomer.py runs both
+_NOT_ACCEPTED = re.compile(r"^(?:Option '(?P<option>\w+)' is not accepted|Subcommand '\w+' does not accept option "
+                           r"'(?P<subkey>\w+)')$")
 _COMMAND_OPTIONS = {"verbose": ("test", "validate"), "return_predictions": ("predict",)}  # LightningCLI's per-command
 
 
@@ -38,15 +41,16 @@ def parser_message(message: str) -> str:
 
 
 def other_command_message(message: str) -> str | None:
-    """One line for "Option 'X' is not accepted" when ``X`` is an option of other ``ranklit`` commands.
+    """One line for the parser's refusal of an option ``X`` (either wording: ``_NOT_ACCEPTED``) when ``X`` is an
+    option of other ``ranklit`` commands.
 
-    >>> other_command_message("Option 'verbose' is not accepted")  # doctest: +ELLIPSIS
-    "Option 'verbose' is not accepted: it is an option of `ranklit test` and `ranklit validate` only, which save it ..."
+    >>> other_command_message("Subcommand 'predict' does not accept option 'verbose'")  # doctest: +ELLIPSIS
+    "Subcommand 'predict' does not accept option 'verbose': it is an option of `ranklit test` and `ranklit validate` ..."
     """
     found = _NOT_ACCEPTED.match(message.strip())
-    if found is None or found.group(1) not in _COMMAND_OPTIONS:
+    name = found and (found.group("option") or found.group("subkey"))
+    if not name or name not in _COMMAND_OPTIONS:
         return None
-    name = found.group(1)
     commands = " and ".join(f"`ranklit {command}`" for command in _COMMAND_OPTIONS[name])
     return (
         f"{message.strip()}: it is an option of {commands} only, which save it in their run's config.yaml; to use "

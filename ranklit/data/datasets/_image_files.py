@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ranklit.data._unreadable import NO_SKIP
 from ranklit.data.datasets._inside_root import outside_root
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset
 from ranklit.data.datasets.validation import DatasetError, Problems
@@ -53,6 +54,7 @@ class ImageFiles(ImageRetrievalDataset):
 
     LAYOUT = "image files at any depth under root, or a CSV file with a `path` column (paths relative to root)"
     SOURCE = "your own images"
+    on_bad_image = NO_SKIP  # an index's or a search's images: no `data.on_bad_image` to advise
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ranklit.data._unreadable import EVALUATION_STOP, evaluation_image
+from ranklit.data._unreadable import EVALUATION_STOP, NO_SKIP, evaluation_image, outside_a_run
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
 from ranklit.data.decoding import IMAGE_EXTENSIONS, load_image
 from ranklit.errors import UserError
@@ -197,6 +197,8 @@ class ImageRetrievalDataset(RetrievalDataset):
         except ValueError as error:
             if self.on_bad_image == EVALUATION_STOP:
                 raise evaluation_image(error, type(self).__name__, self.split) from None
+            if self.on_bad_image == NO_SKIP:
+                raise UserError(outside_a_run(error)) from None
             if self.on_bad_image != "skip":
                 raise
             warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)
