@@ -78,11 +78,11 @@ def moved_class_message(message: str) -> str | None:
     """One line for a parser ``message`` about an unimportable ranklit ``class_path`` whose class lives elsewhere
     now, else ``None``.
 
-    Example:
-        >>> moved_class_message('Parser key "trainer.callbacks":\\n  Errors:\\n    - Problem with given class_path '
-        ...                     "'ranklit.models.RankingGridLogger':\\n        module 'ranklit.models' has no "
-        ...                     "attribute 'RankingGridLogger'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
-        "`trainer.callbacks`: class_path 'ranklit.models.RankingGridLogger' no longer exists (module ... it is now ..."
+    Example (a path with the wrong package; a moved one: tests/cli/test_misleading_messages.py):
+        >>> moved_class_message('Parser key "data.batch_sampler":\\n  Errors:\\n    - Problem with given class_path '
+        ...                     "'ranklit.models.PKSampler':\\n        module 'ranklit.models' has no "
+        ...                     "attribute 'PKSampler'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
+        "`data.batch_sampler`: class_path 'ranklit.models.PKSampler' no longer exists (module ... now 'ranklit.data...'..."
     """
     found = _CLASS_PATH.search(message)
     if found is None:
