@@ -88,12 +88,13 @@ def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
 
 
 def _not_a_tree(name: str, data: Any) -> str | None:
-    """The problem line of a split whose hierarchical labels are not a tree (a fine class under two coarser ones)."""
+    """The problem line of a split whose hierarchical labels are not a tree (a fine class under two coarser ones),
+    naming the labels as the dataset's files write them (its ``class_names``), not the relabelled ids."""
     labels = getattr(data, "labels", None)
     if labels is None or labels.dim() != 2 or labels.shape[1] < 2:
         return None
     try:
-        check_hierarchy(labels, f"{name.removesuffix('_dataset')} labels")
+        check_hierarchy(labels, f"{name.removesuffix('_dataset')} labels", getattr(data, "class_names", None))
     except ValueError as error:
         return f"PROBLEM: {error}"
     return None
