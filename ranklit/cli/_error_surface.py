@@ -34,6 +34,7 @@ import yaml
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit.cli._brief_help import brief_help, full_help_asked, is_run_parser
 from ranklit.cli._causes import chain, user_message
 from ranklit.cli._parser_messages import parser_message
 from ranklit.errors import UserError
@@ -53,6 +54,13 @@ class ShortUsageParser(LightningArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def format_help(self, *args: Any) -> str:
+        """The run commands' ``--help``: the options a new run sets; ``--help all``: every option
+        (:mod:`ranklit.cli._brief_help`)."""
+        if full_help_asked(sys.argv) or not is_run_parser(self):
+            return super().format_help(*args)
+        return brief_help(self, lambda: super(ShortUsageParser, self).format_help(*args))
 
     def print_usage(self, file: Any = None) -> None:
         prog = self.prog.replace(" [options]", "")
@@ -146,6 +154,8 @@ def check_command_line(args: list[str]) -> None:
             raise UserError(problem)
     if not args or args[0] not in _RUNS or configs or {"-h", "--help"} & set(args):
         return
+    if any(a.split("=", 1)[0].endswith(".help") for a in args):
+        return  # `--model.loss.help SupAPLoss`: a class's options, no run
     if any(a.startswith(("--model.net", "--model=", "--print_config")) for a in args):
         return  # a config given key by key, or printed
     raise missing_config(args[0], _value(args, "--ckpt_path"))
