@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 from collections.abc import Callable, Sequence
 
 __all__ = ["COMMON", "EXAMPLES", "FULL", "brief_help", "full_help_asked", "is_run_parser"]
@@ -43,7 +44,7 @@ EXAMPLES = (
 
 def full_help_asked(argv: Sequence[str]) -> bool:
     """Whether the command line asks for every option: ``--help all`` (or ``-h all``)."""
-    return any(arg in ("-h", "--help") and following == FULL for arg, following in zip(argv, argv[1:]))
+    return any(arg in ("-h", "--help") and following == FULL for arg, following in itertools.pairwise(argv))
 
 
 def is_run_parser(parser: argparse.ArgumentParser) -> bool:

@@ -29,7 +29,7 @@ class CommandParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         """argparse's parse, with an unknown ``--option`` named first (argparse names a missing required option
         before it: ``--image X`` was "the following arguments are required: --images"), and the closest option."""
         for arg in (sys.argv[1:] if args is None else list(args)):

@@ -45,7 +45,7 @@ def other_command_message(message: str) -> str | None:
     option of other ``ranklit`` commands.
 
     >>> other_command_message("Subcommand 'predict' does not accept option 'verbose'")  # doctest: +ELLIPSIS
-    "Subcommand 'predict' does not accept option 'verbose': it is an option of `ranklit test` and `ranklit validate` ..."
+    "Subcommand 'predict' does not accept option 'verbose': it is an option of `ranklit test` and ..."
     """
     found = _NOT_ACCEPTED.match(message.strip())
     name = found and (found.group("option") or found.group("subkey"))
@@ -82,7 +82,7 @@ def moved_class_message(message: str) -> str | None:
         >>> moved_class_message('Parser key "data.batch_sampler":\\n  Errors:\\n    - Problem with given class_path '
         ...                     "'ranklit.models.PKSampler':\\n        module 'ranklit.models' has no "
         ...                     "attribute 'PKSampler'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
-        "`data.batch_sampler`: class_path 'ranklit.models.PKSampler' no longer exists (module ... now 'ranklit.data...'..."
+        "`data.batch_sampler`: class_path 'ranklit.models.PKSampler' no longer exists (module ...: it is now ..."
     """
     found = _CLASS_PATH.search(message)
     if found is None:

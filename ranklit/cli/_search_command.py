@@ -1,9 +1,9 @@
 """``ranklit search --index I --query IMG|DIR --k 10 [--json] [--output grid.png]``: the best images of an index.
 
 A query that the index holds (the same file, paths resolved) is left out of its own results unless
-``--exclude_self false`` (or ``--no-exclude_self``). Prints each query's ranked paths and scores (cosine similarities), or with ``--json`` a list
-of ``{"query", "results": [{"path", "score"}, ...]}``; ``--output`` draws each query and its top k
-(:func:`ranklit.viz.ranking_grid`). Post-processing as in the landmark evaluation
+``--exclude_self false`` (or ``--no-exclude_self``). Prints each query's ranked paths and scores (cosine
+similarities), or with ``--json`` a list of ``{"query", "results": [{"path", "score"}, ...]}``; ``--output`` draws
+each query and its top k (:func:`ranklit.viz.ranking_grid`). Post-processing as in the landmark evaluation
 (:mod:`ranklit.landmarks.postprocess`), in this order: ``--whiten`` (a PCA whitening learnt from the index itself,
 ``--whiten index``, or from a descriptor folder of ``ranklit predict``), ``--dba`` (database-side augmentation:
 ``O(N²·D)`` once, the index in memory) and ``--qe`` (α-QE).
