@@ -42,6 +42,7 @@ SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".jit", ".
 """The file name endings that say a format: an output named for the other format is refused (another ending is
 free)."""
 TOLERANCE = 1e-4
+_TITLES = {"onnx": "an ONNX", "torchscript": "a TorchScript"}
 
 
 def _check_suffix(output: Path, format: str) -> None:
@@ -50,7 +51,7 @@ def _check_suffix(output: Path, format: str) -> None:
     named = next((kind for kind, endings in SUFFIXES.items() if output.suffix.lower() in endings), format)
     if named != format:
         rename = output.with_suffix(SUFFIXES[format][0]).name
-        raise UserError(f"`--output` {output} is named as a {named} file but `--format` is {format}: write "
+        raise UserError(f"`--output` {output} is named as {_TITLES[named]} file but `--format` is {format}: write "
                         f"`--output {rename}`, or `--format {named}`.")
 
 
