@@ -17,6 +17,10 @@ install only: torch, torchmetrics, numpy):
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ranklit import _moved
+
+_moved.install()  # an import of a moved module or name says where it went
+
 try:
     __version__ = version("ranklit")  # the one version string lives in pyproject.toml
 except PackageNotFoundError:  # a source tree that was never installed

@@ -19,17 +19,20 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ranklit._moved import moved_attribute
+
 __all__ = ["lazy_exports"]
 
 
 def lazy_exports(package: str, modules: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``__getattr__(name)`` imports ``modules[name]`` (an absolute module
     name) on first use and keeps the value in the package's namespace, so the second use is a plain attribute;
-    ``__dir__`` lists the package's names and the lazy ones."""
+    ``__dir__`` lists the package's names and the lazy ones. A name that moved elsewhere is an ``AttributeError``
+    saying where (:mod:`ranklit._moved`)."""
 
     def __getattr__(name: str) -> Any:
         if name not in modules:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            raise moved_attribute(package, name)
         value = getattr(importlib.import_module(modules[name]), name)
         namespace = sys.modules.get(package)
         if namespace is not None:

@@ -105,7 +105,7 @@ def _dotted_keys(path: str) -> list[str]:
     """Every nested key of a YAML file as ``a.b.c`` (nothing when the file cannot be read: the parser reports it)."""
     try:
         tree = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # not a YAML text (a checkpoint): the check says so
         return []
     keys, stack = [], [("", tree)]
     while stack:

@@ -88,12 +88,13 @@ def _plan(datamodule: RetrievalDataModule) -> tuple[str, bool]:
 
 
 def _not_a_tree(name: str, data: Any) -> str | None:
-    """The problem line of a split whose hierarchical labels are not a tree (a fine class under two coarser ones)."""
+    """The problem line of a split whose hierarchical labels are not a tree (a fine class under two coarser ones),
+    naming the labels as the dataset's files write them (its ``class_names``), not the relabelled ids."""
     labels = getattr(data, "labels", None)
     if labels is None or labels.dim() != 2 or labels.shape[1] < 2:
         return None
     try:
-        check_hierarchy(labels, f"{name.removesuffix('_dataset')} labels")
+        check_hierarchy(labels, f"{name.removesuffix('_dataset')} labels", getattr(data, "class_names", None))
     except ValueError as error:
         return f"PROBLEM: {error}"
     return None
@@ -105,6 +106,7 @@ def main(args: list[str]) -> None:
         prog="ranklit data check",
         description=__doc__.splitlines()[0],
         epilog="Every option of `ranklit fit` is accepted (--config several times, --data.root DIR, --data.*).",
+        allow_abbrev=False,  # `--no-prog` is left to the fit parser, which refuses it (no abbreviated option)
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     options, rest = parser.parse_known_args(args)

@@ -7,11 +7,12 @@ beside it (``PATH.json``: input size, resize/crop, mean/std, embedding size, L2 
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the commands import ranklit.deploy (torch, Lightning) after parsing: `--help` is immediate
     from ranklit.deploy import LoadedModel
@@ -20,7 +21,25 @@ __all__ = ["CommandParser", "add_model_options", "arguments", "main", "model_fro
 
 
 class CommandParser(argparse.ArgumentParser):
-    """argparse with a one-line usage in its errors (the whole one is in ``--help``)."""
+    """argparse with a one-line usage in its errors (the whole one is in ``--help``), taking no abbreviated option:
+    argparse's prefix matching took ``ranklit index --image X`` for ``--images X`` (as the run commands' parser,
+    :class:`ranklit.cli._errors._surface.ShortUsageParser`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's parse, with an unknown ``--option`` named first (argparse names a missing required option
+        before it: ``--image X`` was "the following arguments are required: --images"), and the closest option."""
+        for arg in (sys.argv[1:] if args is None else list(args)):
+            if arg == "--":
+                break
+            option = arg.split("=", 1)[0]
+            if option.startswith("--") and option not in self._option_string_actions:
+                close = difflib.get_close_matches(option, list(self._option_string_actions), n=1, cutoff=0.8)
+                self.error(f"unrecognized arguments: {option}" + (f". Did you mean `{close[0]}`?" if close else ""))
+        return super().parse_args(args, namespace)
 
     def format_usage(self) -> str:
         return f"usage: {self.prog} [options] (all options: {self.prog} --help)\n"

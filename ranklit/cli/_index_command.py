@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ranklit.cli._export_command import CommandParser, add_model_options, model_from_options
+from ranklit.cli._flags import add_boolean
 from ranklit.deploy import BACKENDS
 
 __all__ = ["arguments", "main"]
@@ -40,7 +41,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--nlist", type=int, default=None, help="ivf/pq cells (default: 4 sqrt(N))")
     parser.add_argument("--nprobe", type=int, default=16, help="ivf/pq cells visited per query")
     parser.add_argument("--m", type=int, default=None, help="hnsw links per node (32) or pq bytes per vector (D/8)")
-    parser.add_argument("--evaluate", action="store_true", help="print the faiss backend's recall@k vs exact")
+    add_boolean(parser, "--evaluate", default=False, help="print the faiss backend's recall@k vs exact")
     parser.add_argument("--evaluate_k", type=int, default=10, help="k of --evaluate")
     parser.add_argument("--evaluate_queries", type=int, default=1000, help="indexed images used as queries")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

@@ -26,6 +26,7 @@ def prepare_parser() -> argparse.ArgumentParser:
         description="Download, verify, unpack and lay out a benchmark dataset in one command.",
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--sha 5` is not `--sha256 5` (no ranklit command takes an abbreviated option)
     )
     parser.add_argument("name", metavar="NAME", help=f"the dataset: {', '.join(DATASET_CATALOG)}")
     parser.add_argument("--root", required=True, type=Path, help="the folder to prepare (created; must be empty)")

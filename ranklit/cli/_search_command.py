@@ -1,9 +1,9 @@
 """``ranklit search --index I --query IMG|DIR --k 10 [--json] [--output grid.png]``: the best images of an index.
 
 A query that the index holds (the same file, paths resolved) is left out of its own results unless
-``--no-exclude_self``. Prints each query's ranked paths and scores (cosine similarities), or with ``--json`` a list
-of ``{"query", "results": [{"path", "score"}, ...]}``; ``--output`` draws each query and its top k
-(:func:`ranklit.viz.ranking_grid`). Post-processing as in the landmark evaluation
+``--exclude_self false`` (or ``--no-exclude_self``). Prints each query's ranked paths and scores (cosine
+similarities), or with ``--json`` a list of ``{"query", "results": [{"path", "score"}, ...]}``; ``--output`` draws
+each query and its top k (:func:`ranklit.viz.ranking_grid`). Post-processing as in the landmark evaluation
 (:mod:`ranklit.landmarks.postprocess`), in this order: ``--whiten`` (a PCA whitening learnt from the index itself,
 ``--whiten index``, or from a descriptor folder of ``ranklit predict``), ``--dba`` (database-side augmentation:
 ``O(N²·D)`` once, the index in memory) and ``--qe`` (α-QE).
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ranklit.cli._export_command import CommandParser
+from ranklit.cli._flags import add_boolean
 from ranklit.deploy import BACKENDS
 from ranklit.errors import UserError
 
@@ -36,19 +37,19 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--split", default=None, help="with a CSV of queries that has a `split` column: its rows to "
                         "use (e.g. query; `all`: every row)")
     parser.add_argument("--k", type=int, default=10, help="results per query")
-    parser.add_argument("--exclude_self", action=argparse.BooleanOptionalAction, default=True,
-                        help="leave a query that the index holds (the same file) out of its own results (default)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_boolean(parser, "--exclude_self", default=True,
+                help="leave a query that the index holds (the same file) out of its own results")
+    add_boolean(parser, "--json", default=False, help="print JSON instead of text")
     parser.add_argument("--output", type=Path, default=None, help="draw the queries and their results (PNG)")
     parser.add_argument("--backend", choices=BACKENDS, default=None, help="exact, or the index's faiss kind")
     parser.add_argument("--nprobe", type=int, default=None, help="faiss ivf/pq cells visited per query")
     parser.add_argument("--whiten", default=None, help="learn a PCA whitening: `index` or a descriptor folder")
     parser.add_argument("--whiten_power", type=float, default=0.25, help="eigenvalue exponent (0.5: full)")
     parser.add_argument("--whiten_dim", type=int, default=None, help="whitened components kept")
-    parser.add_argument("--dba", action="store_true", help="database-side augmentation")
+    add_boolean(parser, "--dba", default=False, help="database-side augmentation")
     parser.add_argument("--dba_alpha", type=float, default=2.0, help="DBA similarity exponent")
     parser.add_argument("--dba_k", type=int, default=10, help="DBA neighbours")
-    parser.add_argument("--qe", action="store_true", help="α-weighted query expansion")
+    add_boolean(parser, "--qe", default=False, help="α-weighted query expansion")
     parser.add_argument("--qe_alpha", type=float, default=2.0, help="α-QE similarity exponent")
     parser.add_argument("--qe_k", type=int, default=10, help="α-QE neighbours")
     parser.add_argument("--device", default="cpu", help="where queries are embedded (cpu, cuda)")

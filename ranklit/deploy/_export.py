@@ -38,7 +38,21 @@ from ranklit.errors import UserError
 __all__ = ["FORMATS", "card_path", "export_model"]
 
 FORMATS = ("onnx", "torchscript")
+SUFFIXES = {"onnx": (".onnx",), "torchscript": (".pt", ".pth", ".ts", ".jit", ".torchscript")}
+"""The file name endings that say a format: an output named for the other format is refused (another ending is
+free)."""
 TOLERANCE = 1e-4
+_TITLES = {"onnx": "an ONNX", "torchscript": "a TorchScript"}
+
+
+def _check_suffix(output: Path, format: str) -> None:
+    """Refuse an ``output`` whose ending names the other format (TorchScript written as ``m.onnx`` loads in no ONNX
+    runtime, and nothing said so)."""
+    named = next((kind for kind, endings in SUFFIXES.items() if output.suffix.lower() in endings), format)
+    if named != format:
+        rename = output.with_suffix(SUFFIXES[format][0]).name
+        raise UserError(f"`--output` {output} is named as {_TITLES[named]} file but `--format` is {format}: write "
+                        f"`--output {rename}`, or `--format {named}`.")
 
 
 def card_path(model_file: str | Path) -> Path:
@@ -98,7 +112,8 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
 
     Args:
         model: the network and its card (:func:`ranklit.deploy.load_model`).
-        output: the model file to write (its folder is created).
+        output: the model file to write (its folder is created); an ending of the other format's
+            (:data:`SUFFIXES`: ``.onnx`` for TorchScript) is refused.
         format: ``"onnx"`` or ``"torchscript"``.
 
     Returns:
@@ -110,6 +125,7 @@ def export_model(model: LoadedModel, output: str | Path, format: Literal["onnx",
     if format not in FORMATS:
         raise UserError(f"`--format` must be one of {', '.join(FORMATS)}, got {format!r}.")
     output = Path(output)
+    _check_suffix(output, format)
     output.parent.mkdir(parents=True, exist_ok=True)
     size = model.card["input"]
     generator = torch.Generator().manual_seed(0)

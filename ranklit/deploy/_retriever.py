@@ -21,7 +21,7 @@ from PIL import Image
 from torch import Tensor
 
 from ranklit._checkpoint import load_checkpoint
-from ranklit.data.images.decoding import load_image
+from ranklit.data.images.decoding import load_image, outside_a_run
 from ranklit.deploy._faiss_backend import _faiss, faiss_search
 from ranklit.deploy._index import IndexFiles, read_index_card
 from ranklit.deploy._model import LoadedModel, _build_net, weights_sha256
@@ -132,8 +132,8 @@ class Retriever:
         if isinstance(query, (str, Path)):
             try:
                 query = load_image(query)
-            except (FileNotFoundError, ValueError) as error:
-                raise UserError(f"cannot read the query: {error}") from None
+            except (FileNotFoundError, ValueError) as error:  # no `data.on_bad_image` to advise: not a training set
+                raise UserError(f"cannot read the query: {outside_a_run(error)}") from None
         return self._transform(query)
 
     def embed_inputs(self, images: Sequence[Query]) -> Tensor:

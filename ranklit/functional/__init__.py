@@ -15,6 +15,7 @@ The public names are this package's ``__all__``; the old module paths of 0.1.0 (
 ``metric_engine``, ``hyperparameters``, ``precision``) work until 0.3.0 with a ``FutureWarning``.
 """
 
+from ranklit._moved import moved_getattr
 from ranklit.functional._kernel_checks import KernelCheck, check_kernels
 from ranklit.functional._kernels._guard import KernelError, KernelFallbackWarning
 from ranklit.functional._kernels._rank_engine import smooth_rank_engine
@@ -67,3 +68,5 @@ __all__ = [
     # metrics
     "retrieval_metrics",
 ]
+
+__getattr__ = moved_getattr(__name__)  # a name that moved says where (ranklit/_moved.py)

@@ -17,6 +17,7 @@ respect to a query is the number of columns, counted from the coarsest, on which
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -166,25 +167,39 @@ def check_distinct_ids(ids: Tensor, name: str = "ids") -> None:
         )
 
 
-def check_hierarchy(labels: Tensor, name: str = "labels") -> None:
+def check_hierarchy(
+    labels: Tensor, name: str = "labels", class_names: Sequence[Sequence[object]] | None = None
+) -> None:
     """Raise ``ValueError`` if two rows share a label at column ``h`` but differ at a coarser column ``h + 1``.
 
+    ``class_names``: per column, the original label of each id (a dataset's ``class_names``, e.g. a CSV's values
+    before they were relabelled ``0..C-1``); the message then names the labels as the user wrote them.
+
     >>> check_hierarchy(torch.tensor([[0, 0], [1, 0], [2, 1]]))
-    >>> check_hierarchy(torch.tensor([[0, 0], [0, 1]]))
+    >>> check_hierarchy(torch.tensor([[0, 0], [0, 1]]), class_names=[["sparrow"], ["bird", "plane"]])
     Traceback (most recent call last):
     ...
-    ValueError: `labels` is not a consistent hierarchy: label 0 at column 0 has 2 different parents at column 1 ...
+    ValueError: `labels` is not a consistent hierarchy: label 'sparrow' at column 0 has 2 different parents ...
     """
     for h in range(labels.shape[1] - 1):
         pairs = torch.unique(labels[:, h : h + 2], dim=0)
         children, counts = torch.unique(pairs[:, 0], return_counts=True)
         if (counts > 1).any():
             bad = int(children[counts > 1][0])
+            parents = [int(p) for p in pairs[pairs[:, 0] == bad, 1]]
+            shown = _shown(class_names, h, [bad]) + _shown(class_names, h + 1, parents)
             raise ValueError(
-                f"`{name}` is not a consistent hierarchy: label {bad} at column {h} has "
-                f"{int(counts[counts > 1][0])} different parents at column {h + 1} "
-                "(column 0 must be the finest level, and each fine label must belong to one coarser label)."
+                f"`{name}` is not a consistent hierarchy: label {shown[0]} at column {h} has "
+                f"{len(parents)} different parents at column {h + 1} ({', '.join(shown[1:4])}"
+                f"{', ...' if len(parents) > 3 else ''}) (column 0 must be the finest level, and each fine label must "
+                "belong to one coarser label)."
             )
+
+
+def _shown(class_names: Sequence[Sequence[object]] | None, column: int, ids: list[int]) -> list[str]:
+    """The labels ``ids`` of ``column`` as the user wrote them (``class_names``) where known, else the ids."""
+    names = class_names[column] if class_names is not None and column < len(class_names) else ()
+    return [repr(names[i]) if i < len(names) else str(i) for i in ids]
 
 
 def prepare_inputs(

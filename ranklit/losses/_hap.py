@@ -10,6 +10,7 @@ from torch import Tensor
 from ranklit._checks import check_in_range
 from ranklit.functional import HAPOptions, hap_loss
 from ranklit.functional.inputs import RetrievalInputs, check_hierarchy, levels_between
+from ranklit.functional.losses.hyperparameters import check_engine_runs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._cluster import ClusterLoss
 from ranklit.losses._registry import register_loss
@@ -95,7 +96,7 @@ class HAPLoss(RetrievalLoss):
         super().__init__(normalize=normalize, include_self=include_self)
         self.options = HAPOptions(
             alpha=alpha, tau=tau, rho=rho, delta=delta, leak=leak, beta=beta, gamma=gamma, with_hrank=with_hrank,
-            chunk_size=chunk_size, offset=offset, start=start, engine=engine,
+            chunk_size=chunk_size, offset=offset, start=start, engine=check_engine_runs(engine),
         )
         self.reducer = checked_reducer(reducer)
 

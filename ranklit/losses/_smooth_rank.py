@@ -9,7 +9,7 @@ from torch import Tensor
 from ranklit._checks import check_chunk_size, check_positive
 from ranklit.functional import SupAPOptions, smooth_ap_loss, supap_loss
 from ranklit.functional.inputs import RetrievalInputs
-from ranklit.functional.losses.hyperparameters import check_engine
+from ranklit.functional.losses.hyperparameters import check_engine_runs
 from ranklit.functional.reducers import Reducer
 from ranklit.losses._registry import register_loss
 from ranklit.losses.base import BinaryRetrievalLoss, binary_positives, checked_reducer
@@ -62,7 +62,7 @@ class SmoothAPLoss(BinaryRetrievalLoss):
         self.tau = check_positive("tau", tau)
         self.chunk_size = check_chunk_size("chunk_size", chunk_size)
         self.reducer = checked_reducer(reducer)
-        self.engine = check_engine(engine)
+        self.engine = check_engine_runs(engine)  # `triton` where it cannot run: refused now, not at the first step
 
     def retrieval_loss(self, scores: Tensor, inputs: RetrievalInputs, valid: Tensor) -> Tensor:
         return smooth_ap_loss(
@@ -127,7 +127,8 @@ class SupAPLoss(BinaryRetrievalLoss):
     ) -> None:
         super().__init__(normalize=normalize, include_self=include_self)
         self.options = SupAPOptions(
-            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start, engine=engine
+            tau=tau, rho=rho, delta=delta, chunk_size=chunk_size, offset=offset, start=start,
+            engine=check_engine_runs(engine),
         )
         self.reducer = checked_reducer(reducer)
 

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from ranklit._checks import check_flag
+from ranklit.errors import UserError
 from ranklit.functional.floating_point import full_precision
 from ranklit.functional.inputs import RetrievalInputs, prepare_inputs
 from ranklit.functional.losses.contract import require_positive_queries
@@ -120,6 +121,13 @@ class EmbeddingLoss(nn.Module):
                 (without ``ref_embeddings``: the batch position by default).
             ref_ids: ``[N]`` integer sample ids of the retrieval set (with ``ref_embeddings``: ``ids`` and
                 ``ref_ids`` together, or neither: nothing removed).
+
+        Raises:
+            ValueError: bad inputs (:func:`ranklit.functional.inputs.prepare_inputs`), and queries ``embeddings``
+                that are all zero. That is an error, not a warning: every score is then 0 (a zero vector has no
+                direction to normalise), so the loss is one constant whatever the labels and ranks nothing; it
+                comes from a collapsed network or a placeholder tensor, and a warning repeated at every step of a
+                run that cannot learn would be read too late.
         """
         if self.queries_only:
             inputs = prepare_inputs(embeddings, labels, normalize=self.normalize)
@@ -127,6 +135,12 @@ class EmbeddingLoss(nn.Module):
             inputs = prepare_inputs(
                 embeddings, labels, ref_embeddings=ref_embeddings, ref_labels=ref_labels, ids=ids, ref_ids=ref_ids,
                 normalize=self.normalize,
+            )
+        if not embeddings.detach().any():  # validated above: a non-empty float [B, D]
+            raise UserError(
+                f"`embeddings` {list(embeddings.shape)} are all zero: every score is 0, so {type(self).__name__} is "
+                "the same constant whatever the labels (it ranks nothing). Check the network's output (a head whose "
+                "weights and bias are 0, features that are all 0), or pass real embeddings."
             )
         return self.embedding_loss(inputs)
 

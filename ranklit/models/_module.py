@@ -18,6 +18,7 @@ from ranklit.losses.base import EmbeddingLoss
 from ranklit.metrics import DecomposabilityGap, RetrievalMetrics, RevisitedMetrics
 from ranklit.models._backbones import EmbeddingNet
 from ranklit.models._compile import compile_in_place, compile_options
+from ranklit.models._divergence import divergence
 from ranklit.models._kernel_checks import check_run_kernels
 from ranklit.models._safe_loading import SafeLoading
 from ranklit.training import (
@@ -205,20 +206,29 @@ class RetrievalModule(SafeLoading):
 
     def _objective(self, embeddings: Tensor, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         labels, ids = batch["label"], batch["index"]
+        if not torch.isfinite(embeddings.detach()).all():  # before the loss: its input check names no precision
+            raise FloatingPointError(self._divergence("The network's embeddings hold NaN or infinite values", batch,
+                                                      batch_idx))
         objective = ranking_objective(
             self.loss, embeddings, labels, ids, gather=self.gather, memory=self.memory, step=self.global_step
         )
         loss = objective.loss
         if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"The training loss ({type(self.loss).__name__}) is {loss.item()} at global step {self.global_step} "
-                f"(epoch {self.current_epoch}, batch {batch_idx}). Lower the learning rate, check the data, or try "
-                "`--trainer.precision 32`."
-            )
+            what = f"The training loss ({type(self.loss).__name__}) is {loss.item()}"
+            raise FloatingPointError(self._divergence(what, batch, batch_idx))
         if self.train_gap is not None:
             refs = objective.ref_embeddings.detach(), objective.ref_labels, objective.ref_ids
             self.train_gap.update(embeddings, labels, ids, ref_embeddings=refs[0], ref_labels=refs[1], ref_ids=refs[2])
         return loss
+
+    def _divergence(self, what: str, batch: dict[str, Tensor], batch_idx: int) -> str:
+        """:func:`ranklit.models._divergence.divergence` with this run's step, precision, device and image size."""
+        trainer = attached_trainer(self)
+        precision = str(trainer.precision) if trainer is not None else "32-true"
+        images = batch.get("image")
+        size = tuple(images.shape[-2:]) if isinstance(images, Tensor) and images.ndim == 4 else None
+        where = f"at global step {self.global_step} (epoch {self.current_epoch}, batch {batch_idx})"
+        return divergence(what, where, precision, self.device.type, size)  # type: ignore[arg-type]
 
     def _layout(self, images: Tensor) -> Tensor:
         """``images`` in the network's memory layout (channels-last with ``channels_last``; a copy on the device)."""

@@ -3,6 +3,7 @@
 The Lightning callbacks (resume, faults, checkpoints, ...) are in :mod:`ranklit.callbacks`.
 """
 
+from ranklit._moved import moved_getattr
 from ranklit.training._checkpoint_io import SafeCheckpointIO, use_safe_checkpoint_io
 from ranklit.training._distributed import average_gradients, gather_retrieval_set, gather_with_grad, is_distributed
 from ranklit.training._manual import manual_optimization_step, prepare_ddp, step_lr_schedulers
@@ -32,3 +33,5 @@ __all__ = [
     "use_safe_checkpoint_io",
     "watch_parent",
 ]
+
+__getattr__ = moved_getattr(__name__)  # a name that moved says where (ranklit/_moved.py)

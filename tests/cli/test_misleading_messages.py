@@ -21,8 +21,8 @@ def test_a_class_named_by_its_old_path_is_one_line_with_the_new_path(tmp_path: P
         main(["fit", "--config", "quickstart.yaml", "--config", str(tmp_path / "old.yaml"), "--print_config"])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert stop.value.code == 2 and len(errors) == 1, errors
-    assert "'ranklit.models.RankingGridLogger' no longer exists" in errors[0]
-    assert "it is now 'ranklit.callbacks.RankingGridLogger'" in errors[0] and "`trainer.callbacks`" in errors[0]
+    assert "'ranklit.models.RankingGridLogger' has moved" in errors[0]
+    assert "it is 'ranklit.callbacks.RankingGridLogger' now" in errors[0] and "`trainer.callbacks`" in errors[0]
 
 
 @pytest.mark.parametrize(

@@ -133,8 +133,9 @@ def test_data_check_shows_the_hierarchy_checks_it_is_a_tree_and_flags_identical_
     assert exit_info.value.code == 2, out
     assert "val (split 'test'): 16 images, 4 classes" in out
     assert "label hierarchy: 2 levels, 4 / 3 classes (finest to coarsest)" in out, out  # train: coarse 0, 1, 3
-    assert re.search(r"PROBLEM: `train labels` is not a consistent hierarchy: label \d+ at column 0 has 2 different "
-                     r"parents", out), out
+    # the CSV's own labels, not the relabelled ids (issue 47: "label 0")
+    assert ("PROBLEM: `train labels` is not a consistent hierarchy: label 'fine1' at column 0 has 2 different "
+            "parents at column 1 ('coarse0', 'coarse3')") in out, out
     assert re.search(r"PROBLEM: 1 files of identical content with different labels: .*c0/0\.png \(label fine0\) = "
                      r".*c2/dup\.png \(label fine2\)", out), out
 

@@ -101,11 +101,11 @@ NEWER_LIGHTNING = {"weights_only"}  # LightningCLI's options that its oldest sup
 
 
 def test_the_early_option_check_knows_every_top_level_option_of_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
-    """``RUN_OPTIONS`` is the first part of the options that ``ranklit COMMAND --help`` lists (LightningCLI's): an
+    """``RUN_OPTIONS`` is the first part of the options that ``ranklit COMMAND --help all`` lists (LightningCLI's): an
     option added to the parser without it would be refused before parsing."""
     for command, known in RUN_OPTIONS.items():
         with pytest.raises(SystemExit) as stopped:
-            main([command, "--help"])
+            main([command, "--help", "all"])
         assert stopped.value.code == 0
         listed = {
             line.split("--", 1)[1].split()[0].split(".")[0].split("=")[0].rstrip("+")

@@ -31,6 +31,7 @@ LABELS = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
         (lambda f: f(_emb().index_fill(0, torch.tensor([1]), float("inf")), LABELS), "infinite"),
         (lambda f: f(_emb(), LABELS.reshape(2, 2, 2)), r"\[N, L\]"),
         (lambda f: f(torch.zeros(8, 0, requires_grad=True), LABELS), "embeddings of size 0"),
+        (lambda f: f(torch.zeros(8, DIM, requires_grad=True), LABELS), r"are all zero: every score is 0"),  # issue 47
     ],
 )
 def test_bad_embeddings_or_labels(name: str, call, match: str) -> None:

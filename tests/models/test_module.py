@@ -4,6 +4,7 @@ gap logging."""
 from __future__ import annotations
 
 import copy
+import re
 from functools import partial
 
 import lightning as L
@@ -57,6 +58,23 @@ def test_nan_loss_stops_training_naming_the_global_step(chunk: int | None) -> No
     module = RetrievalModule(_net(), _NanLoss(), multistage=_multistage(chunk))
     with pytest.raises(FloatingPointError, match=r"_NanLoss\) is nan at global step 0 \(epoch 0, batch 0\)"):
         _trainer(fast_dev_run=1).fit(module, datamodule=_datamodule())
+
+
+def test_nan_embeddings_name_the_precision_and_the_input_size_besides_the_learning_rate() -> None:
+    """Issue 47 item 9: bf16 on the CPU with tiny images gives NaN gradients (PyTorch's oneDNN convolutions), which met
+    "check the network's output and the learning rate" only; the error names the run's precision, device and image
+    size with their ways out."""
+    net = _net()
+    with torch.no_grad():
+        net.head.weight.fill_(float("nan"))  # what a NaN gradient step leaves
+    module = RetrievalModule(net, SmoothAPLoss())
+    with pytest.raises(FloatingPointError) as stopped:
+        _trainer(fast_dev_run=1, precision="bf16-mixed").fit(module, datamodule=_datamodule())
+    message = str(stopped.value)
+    assert "The network's embeddings hold NaN or infinite values at global step 0 (epoch 0, batch 0)" in message
+    assert "the learning rate" in message and "`--trainer.precision bf16-mixed` on the cpu" in message
+    assert "bf16 on the CPU" in message and "try `--trainer.precision 32`" in message
+    assert re.search(r"the input size \(\d+ x \d+ images", message) and "--data.crop_size" in message, message
 
 
 class _ProxyLoss(nn.Module):

@@ -2,10 +2,10 @@
 
 **A ranklit class named by a path it no longer has.** jsonargparse answers an unimportable ``class_path`` with a
 dump of the union it tried (about 14 lines: the subtypes, what a class path may be, the given value), where the one
-useful line, "module 'ranklit.models' has no attribute 'RankingGridLogger'", is buried and the class's new home is
-not said. :func:`moved_class_message` finds such a path
-in the parser's message and, when a public package of ranklit exports a class of that name (its ``__all__``),
-replaces the message by one line naming the key, the old path and the new one.
+useful line is buried. :func:`moved_class_message` finds such a path in the parser's message and, when the table of
+moved names says where it went (``ranklit/_moved.py``, which the packages' own errors read too) or a public package
+of ranklit exports a class of that name (its ``__all__``: a path with the wrong package), replaces the message by one
+line naming the key, the old path and the new one.
 
 **An option of another command.** A run's saved ``config.yaml`` holds the options of the command that ran it:
 ``verbose`` (``ranklit test``/``validate``), ``return_predictions`` (``predict``). Given to another command, the
@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 import re
 
+from ranklit._moved import MOVED
+
 __all__ = ["PUBLIC_PACKAGES", "current_path", "moved_class_message", "other_command_message", "parser_message"]
 
 PUBLIC_PACKAGES = (
@@ -26,7 +28,10 @@ PUBLIC_PACKAGES = (
 )
 _CLASS_PATH = re.compile(r"Problem with given class_path '(ranklit\.[\w.]+)':\s*\n\s*([^\n]+)")
 _KEY = re.compile(r'^Parser key "([^"]+)"')
-_NOT_ACCEPTED = re.compile(r"^Option '(\w+)' is not accepted$")
+# jsonargparse 4.53: "Subcommand 'predict' does not accept option 'verbose'" from the command line's parse, "Option
+# 'verbose' is not accepted" from the subcommand's own parser (`--print_config`); tests/cli/test_newcomer.py runs both
+_NOT_ACCEPTED = re.compile(r"^(?:Option '(?P<option>\w+)' is not accepted|Subcommand '\w+' does not accept option "
+                           r"'(?P<subkey>\w+)')$")
 _COMMAND_OPTIONS = {"verbose": ("test", "validate"), "return_predictions": ("predict",)}  # LightningCLI's per-command
 
 
@@ -36,15 +41,16 @@ def parser_message(message: str) -> str:
 
 
 def other_command_message(message: str) -> str | None:
-    """One line for "Option 'X' is not accepted" when ``X`` is an option of other ``ranklit`` commands.
+    """One line for the parser's refusal of an option ``X`` (either wording: ``_NOT_ACCEPTED``) when ``X`` is an
+    option of other ``ranklit`` commands.
 
-    >>> other_command_message("Option 'verbose' is not accepted")  # doctest: +ELLIPSIS
-    "Option 'verbose' is not accepted: it is an option of `ranklit test` and `ranklit validate` only, which save it ..."
+    >>> other_command_message("Subcommand 'predict' does not accept option 'verbose'")  # doctest: +ELLIPSIS
+    "Subcommand 'predict' does not accept option 'verbose': it is an option of `ranklit test` and ..."
     """
     found = _NOT_ACCEPTED.match(message.strip())
-    if found is None or found.group(1) not in _COMMAND_OPTIONS:
+    name = found and (found.group("option") or found.group("subkey"))
+    if not name or name not in _COMMAND_OPTIONS:
         return None
-    name = found.group(1)
     commands = " and ".join(f"`ranklit {command}`" for command in _COMMAND_OPTIONS[name])
     return (
         f"{message.strip()}: it is an option of {commands} only, which save it in their run's config.yaml; to use "
@@ -72,19 +78,21 @@ def moved_class_message(message: str) -> str | None:
     """One line for a parser ``message`` about an unimportable ranklit ``class_path`` whose class lives elsewhere
     now, else ``None``.
 
-    Example:
-        >>> moved_class_message('Parser key "trainer.callbacks":\\n  Errors:\\n    - Problem with given class_path '
-        ...                     "'ranklit.models.RankingGridLogger':\\n        module 'ranklit.models' has no "
-        ...                     "attribute 'RankingGridLogger'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
-        "`trainer.callbacks`: class_path 'ranklit.models.RankingGridLogger' no longer exists (module ... it is now ..."
+    Example (a path with the wrong package; a moved one: tests/cli/test_misleading_messages.py):
+        >>> moved_class_message('Parser key "data.batch_sampler":\\n  Errors:\\n    - Problem with given class_path '
+        ...                     "'ranklit.models.PKSampler':\\n        module 'ranklit.models' has no "
+        ...                     "attribute 'PKSampler'\\n    - Not a valid subclass")  # doctest: +ELLIPSIS
+        "`data.batch_sampler`: class_path 'ranklit.models.PKSampler' no longer exists (module ...: it is now ..."
     """
     found = _CLASS_PATH.search(message)
     if found is None:
         return None
     old, reason = found.group(1), found.group(2).strip()
+    key = _KEY.match(message)
+    where = f"`{key.group(1)}`: " if key else ""
+    if old in MOVED:  # a move the package table declares (ranklit/_moved.py)
+        return f"{where}class_path '{old}' has moved: it is '{MOVED[old]}' now; write that in the config."
     new = current_path(old.rsplit(".", 1)[-1])
     if new is None or new == old:
         return None
-    key = _KEY.match(message)
-    where = f"`{key.group(1)}`: " if key else ""
     return f"{where}class_path '{old}' no longer exists ({reason}): it is now '{new}'; write that in the config."

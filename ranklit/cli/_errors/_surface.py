@@ -4,7 +4,8 @@ What counts as the user's mistake, found as early as possible:
 
 - **before parsing** (:func:`check_command_line`): a run command without a config (``ranklit fit``, ``ranklit test
   --ckpt_path X``: the message names the run's ``config.yaml`` when the checkpoint sits in a run directory), a config
-  file that is empty, not a mapping, or not valid YAML (file, line and column, tabs named as such);
+  file that is empty, not a mapping, or not valid YAML (file, line and column, tabs named as such), or a checkpoint
+  given as ``--config`` (``ranklit test --config last.ckpt``: named as one, with the ``--ckpt_path`` line);
 - **while parsing**: jsonargparse's own errors (unknown key, wrong type), with a one-line usage instead of the
   80-line one (:class:`ShortUsageParser`);
 - **while building the run** (datasets, sampler, model, trainer): a ``ValueError``/``TypeError`` raised by a
@@ -33,6 +34,7 @@ import yaml
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.cli import LightningArgumentParser
 
+from ranklit.cli._brief_help import brief_help, full_help_asked, is_run_parser
 from ranklit.cli._errors._causes import chain, user_message
 from ranklit.cli._errors._parser_messages import parser_message
 from ranklit.errors import UserError
@@ -52,6 +54,13 @@ class ShortUsageParser(LightningArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def format_help(self, *args: Any) -> str:
+        """The run commands' ``--help``: the options a new run sets; ``--help all``: every option
+        (:mod:`ranklit.cli._brief_help`)."""
+        if full_help_asked(sys.argv) or not is_run_parser(self):
+            return super().format_help(*args)
+        return brief_help(self, lambda: super(ShortUsageParser, self).format_help(*args))
 
     def print_usage(self, file: Any = None) -> None:
         prog = self.prog.replace(" [options]", "")
@@ -86,6 +95,8 @@ def _yaml_problem(path: Path) -> str | None:
     """What is wrong with the YAML config ``path`` (``None``: nothing, or not a file: the parser says so)."""
     try:
         text = path.read_text()
+    except UnicodeDecodeError:
+        return _binary_config(path)
     except OSError:
         return None
     try:
@@ -102,6 +113,27 @@ def _yaml_problem(path: Path) -> str | None:
     if not isinstance(tree, dict):
         return f"{path} holds a {type(tree).__name__}, not a mapping of keys (trainer:, model:, data:, ...)."
     return None
+
+
+_CHECKPOINT_STARTS = (b"PK\x03\x04", b"\x80")  # torch.save's zip file, an older pickle-only checkpoint
+
+
+def _binary_config(path: Path) -> str:
+    """The line for a ``--config`` that is not text: a checkpoint (``ranklit test --config last.ckpt``) is named as
+    one, with the command line that gives it as ``--ckpt_path``."""
+    with path.open("rb") as handle:
+        start = handle.read(4)
+    if not start.startswith(_CHECKPOINT_STARTS):
+        return f"{path} is not a text file: a config is a YAML file (`ranklit configs` lists the shipped ones)."
+    return (f"{path} is a checkpoint, not a config: give it as `--ckpt_path {path}`, with the config of the run that "
+            f"wrote it as `--config` ({_run_config(str(path))}).")
+
+
+def _run_config(ckpt: str) -> str:
+    """The ``config.yaml`` of the run that wrote the checkpoint ``ckpt`` (``<run>/checkpoints/<ckpt>``), or a
+    placeholder when there is none."""
+    saved = Path(ckpt).resolve().parent.parent / "config.yaml"
+    return str(saved) if saved.is_file() else "<run directory>/config.yaml"
 
 
 def _value(args: list[str], option: str) -> str | None:
@@ -122,6 +154,8 @@ def check_command_line(args: list[str]) -> None:
             raise UserError(problem)
     if not args or args[0] not in _RUNS or configs or {"-h", "--help"} & set(args):
         return
+    if any(a.split("=", 1)[0].endswith(".help") for a in args):
+        return  # `--model.loss.help SupAPLoss`: a class's options, no run
     if any(a.startswith(("--model.net", "--model=", "--print_config")) for a in args):
         return  # a config given key by key, or printed
     raise missing_config(args[0], _value(args, "--ckpt_path"))
@@ -132,9 +166,8 @@ def missing_config(command: str, ckpt: str | None) -> UserError:
     the run that wrote it (``<run>/checkpoints/<ckpt>`` → ``<run>/config.yaml``) when there is one."""
     hint = "`ranklit configs` lists the shipped configs, e.g. `ranklit fit --config quickstart.yaml`"
     if ckpt is not None:
-        saved = Path(ckpt).resolve().parent.parent / "config.yaml"
-        where = str(saved) if saved.is_file() else "<run directory>/config.yaml"
-        hint = f"give the config of the run that wrote it: `ranklit {command} --config {where} --ckpt_path {ckpt}`"
+        hint = (f"give the config of the run that wrote it: `ranklit {command} --config {_run_config(ckpt)} "
+                f"--ckpt_path {ckpt}`")
     return UserError(f"`ranklit {command}` needs a config (`--config FILE`): {hint}.")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ranklit.data.datasets._inside_root import outside_root
 from ranklit.data.datasets.base import IMAGE_EXTENSIONS, ImageRetrievalDataset
 from ranklit.data.datasets.validation import DatasetError, Problems
+from ranklit.data.images._unreadable import NO_SKIP
 
 __all__ = ["ALL_ROWS", "ImageFiles"]
 
@@ -53,6 +54,7 @@ class ImageFiles(ImageRetrievalDataset):
 
     LAYOUT = "image files at any depth under root, or a CSV file with a `path` column (paths relative to root)"
     SOURCE = "your own images"
+    on_bad_image = NO_SKIP  # an index's or a search's images: no `data.on_bad_image` to advise
 
     def __init__(
         self,

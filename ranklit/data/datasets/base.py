@@ -25,7 +25,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ranklit.data.datasets.validation import Problems, check_samples, warn_about_classes
-from ranklit.data.images._unreadable import EVALUATION_STOP, evaluation_image
+from ranklit.data.images._unreadable import EVALUATION_STOP, NO_SKIP, evaluation_image, outside_a_run
 from ranklit.data.images.decoding import IMAGE_EXTENSIONS, load_image
 from ranklit.errors import UserError
 
@@ -197,6 +197,8 @@ class ImageRetrievalDataset(RetrievalDataset):
         except ValueError as error:
             if self.on_bad_image == EVALUATION_STOP:
                 raise evaluation_image(error, type(self).__name__, self.split) from None
+            if self.on_bad_image == NO_SKIP:
+                raise UserError(outside_a_run(error)) from None
             if self.on_bad_image != "skip":
                 raise
             warnings.warn(f"{type(self).__name__}: skipped (`on_bad_image: skip`): {error}", stacklevel=2)

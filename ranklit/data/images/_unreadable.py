@@ -10,7 +10,8 @@ command prints it as ``error: ...`` (exit 2), from the main process or a loader 
 - **anything else** (truncated, corrupt, not an image): re-extract or remove the file.
 
 Each also says that ``data.on_bad_image: skip`` replaces such a file of a training set by another image of its class
-(an evaluation image is never replaced: :class:`ranklit.data.RetrievalDataModule`).
+(an evaluation image is never replaced: :class:`ranklit.data.RetrievalDataModule`); an image read outside a run (an
+index's, a search's query: :data:`NO_SKIP`, :func:`outside_a_run`) gets the advice without it.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from PIL import Image
 
 from ranklit.errors import UserError
 
-__all__ = ["EVALUATION_STOP", "evaluation_image", "unreadable_image"]
+__all__ = ["EVALUATION_STOP", "NO_SKIP", "evaluation_image", "outside_a_run", "unreadable_image"]
 
 EVALUATION_STOP = "stop-evaluation"
 """``on_bad_image`` of an evaluation set when the run asked for ``skip``: it stops, saying that skip is not for it."""
+NO_SKIP = "stop-outside-a-run"
+"""``on_bad_image`` of images read outside a run (``ranklit index``, ``ranklit search``, ``Retriever``): it stops,
+with advice that does not speak of ``data.on_bad_image``, a setting such images do not have."""
 
 _SKIP = "or, in a training set, set `data.on_bad_image: skip` to replace it by another image of its class"
 
@@ -59,9 +63,20 @@ def evaluation_image(error: BaseException, owner: str, split: str | None) -> Use
         ...                                  f"file, {_SKIP}."), "CSVDataset", "test"))  # doctest: +ELLIPSIS
         Could not decode image a.jpg: truncated. Re-extract or remove this file. It is an evaluation image ...
     """
-    message = str(error).replace(f", {_SKIP}.", ".")
+    message = outside_a_run(error)
     where = f"{owner}, split {split!r}" if split is not None else owner
     return UserError(
         f"{message} It is an evaluation image ({where}): `data.on_bad_image: skip` replaces training images only "
         "(a replaced query or gallery image would change the metric), so fix or remove this file."
     )
+
+
+def outside_a_run(error: BaseException) -> str:
+    """The message of :func:`unreadable_image` without its ``data.on_bad_image: skip`` advice, for an image that no
+    training set holds (an evaluation image, an index's or a search's image).
+
+    Example:
+        >>> print(outside_a_run(unreadable_image("a.jpg", OSError("image file is truncated"))))
+        Could not decode image a.jpg: image file is truncated. Re-extract or remove this file.
+    """
+    return str(error).replace(f", {_SKIP}.", ".")

@@ -34,10 +34,10 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from torch import Tensor
 
 from ranklit.data.images._tensor_jpeg import decode_rgb
-from ranklit.data.images._unreadable import unreadable_image
+from ranklit.data.images._unreadable import outside_a_run, unreadable_image
 from ranklit.data.images.preprocess import BACKGROUND, to_rgb
 
-__all__ = ["BACKGROUND", "IMAGE_EXTENSIONS", "load_image", "relevant_side"]
+__all__ = ["BACKGROUND", "IMAGE_EXTENSIONS", "load_image", "outside_a_run", "relevant_side"]
 
 IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 """The file extensions (any case) the folder datasets read; other files are skipped and counted."""

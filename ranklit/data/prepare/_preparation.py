@@ -165,8 +165,8 @@ def prepare_dataset(
     name: str,
     root: str | Path,
     *,
-    source: Sequence[str | Path] = (),
-    sha256: Sequence[str] = (),
+    source: str | Path | Sequence[str | Path] = (),
+    sha256: str | Sequence[str] = (),
     retries: int = 5,
     keep_archives: bool = False,
     progress: bool = True,
@@ -178,8 +178,9 @@ def prepare_dataset(
         name: a key of the catalogue (``cub``, ``sop``, ``inaturalist``, ... : ``ranklit data prepare --help``).
         root: the folder to prepare (created; must be empty or a root this function prepared before).
         source: mirrors' addresses or files / folders already on disk, one for each file of the dataset
-            (``--source``); empty: the official addresses.
-        sha256: the expected SHA-256 of each ``source`` (a mirror's repacked archive; ``--sha256``).
+            (``--source``); a single string or path is one source; empty: the official addresses.
+        sha256: the expected SHA-256 of each ``source`` (a mirror's repacked archive; ``--sha256``); a single
+            string is one digest.
         retries: tries after a failed download without progress.
         keep_archives: keep the downloaded archives (in ``.<root name>.downloads`` beside ``root``).
         progress: progress bars on stdout (the step lines are printed either way).
@@ -204,12 +205,24 @@ def prepare_dataset(
     for folder in {root, target}:
         if folder.exists() and not folder.is_dir():
             raise UserError(f"--root: {folder} is a file; give a folder (it is created if missing).")
-    sources = resolve_sources(entry, [str(s) for s in source], list(sha256), root)
+    sources = resolve_sources(entry, _values("source", source), _values("sha256", sha256), root)
     lock_root(target)  # one prepare of a root at a time (released when this call ends)
     try:
         return _prepare_locked(entry, target, sources, retries, keep_archives, progress)
     finally:
         release(sibling_lock(target))
+
+
+def _values(keyword: str, given: str | Path | Sequence[str | Path]) -> list[str]:
+    """``given`` as a list of strings: one string or path is one value (never its characters); the items of a list
+    or tuple must be strings or paths (a ``TypeError`` naming the keyword otherwise)."""
+    if isinstance(given, (str, Path)):
+        return [str(given)]
+    values = list(given)
+    if wrong := [value for value in values if not isinstance(value, (str, Path))]:
+        raise TypeError(f"prepare_dataset: `{keyword}` takes a string, a path or a list of them; got an item "
+                        f"{wrong[0]!r} of type {type(wrong[0]).__name__}.")
+    return [str(value) for value in values]
 
 
 def _prepare_locked(

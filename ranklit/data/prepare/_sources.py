@@ -67,8 +67,8 @@ def _matched(entry: DatasetEntry, given: list[str]) -> list[tuple[str, int]]:
         return [(source, index) for index, source in enumerate(given)]
     raise UserError(
         f"{entry.name} is made of {len(files)} file(s) ({', '.join(files[:6])}{', ...' if len(files) > 6 else ''}); "
-        f"{len(given)} --source given: give one --source per file (matched by file name, else in this order), or "
-        "one folder that holds them all."
+        f"{len(given)} source(s) given (--source; Python: `source=`): give one per file (matched by file name, else "
+        "in this order), or one folder that holds them all."
     )
 
 
@@ -80,11 +80,11 @@ def resolve_sources(entry: DatasetEntry, given: list[str], sha256: list[str], ro
         raise UserError(f"{entry.manual}: `ranklit data prepare {entry.name} --root {root} {files}`.")
     for value in sha256:
         if not re.fullmatch(r"[0-9a-fA-F]{64}", value):
-            raise UserError(f"--sha256 {value}: a SHA-256 digest is 64 hexadecimal digits.")
+            raise UserError(f"--sha256 {value!r} (Python: `sha256=`): a SHA-256 digest is 64 hexadecimal digits.")
     if sha256 and len(sha256) != len(entry.archives):
         raise UserError(
-            f"{len(sha256)} --sha256 given for the {len(entry.archives)} file(s) of {entry.name}: give one per file, "
-            "in the order of the --source options."
+            f"{len(sha256)} digest(s) given (--sha256; Python: `sha256=`) for the {len(entry.archives)} file(s) of "
+            f"{entry.name}: give one per file, in the order of the sources."
         )
     places = _matched(entry, given) if given else [(a.url or "", i) for i, a in enumerate(entry.archives)]
     sources = []

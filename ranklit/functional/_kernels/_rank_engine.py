@@ -15,7 +15,8 @@ backward, and never writes the differences. ``engine="auto"`` (every loss's defa
   torch engine repeats itself).
 
 ``engine="triton"`` forces the kernels and raises ``ValueError`` where they cannot run (Triton missing, float16 or
-bfloat16 scores, too many levels, CPU tensors without Triton's interpreter). With ``TRITON_INTERPRET=1`` set before
+bfloat16 scores, too many levels, CPU tensors without Triton's interpreter); a loss module refuses it when it is
+built on a machine where they never can (:func:`check_engine_runs`). With ``TRITON_INTERPRET=1`` set before
 Triton is imported, the interpreter runs them on CPU tensors, slowly: what the CPU tests do. ``engine="torch"``
 forces the torch engine. :func:`smooth_rank_engine` says which engine a call would use.
 
@@ -36,7 +37,7 @@ from ranklit._checks import check_choice
 from ranklit.errors import UserError
 from ranklit.functional._kernels import _guard as _kernel_guard
 
-__all__ = ["ENGINES", "smooth_rank_engine", "check_engine", "triton_available"]
+__all__ = ["ENGINES", "check_engine", "check_engine_runs", "smooth_rank_engine", "triton_available"]
 
 ENGINES = ("auto", "torch", "triton")
 _KERNEL_DTYPES = (torch.float32, torch.float64)
@@ -50,6 +51,26 @@ def check_engine(engine: str) -> str:
     'auto'
     """
     return check_choice("engine", engine, ENGINES, "'auto': Triton kernels on CUDA tensors when Triton imports")
+
+
+def check_engine_runs(engine: str) -> str:
+    """``engine`` checked when a loss is built: ``"triton"`` on a machine where the kernels cannot run at all (Triton
+    does not import; no CUDA device and no interpreter) is refused now, before a run's baseline validation, not at
+    its first training step. What depends on the tensors (their device and dtype) is still checked per call.
+
+    >>> check_engine_runs("torch")
+    'torch'
+    """
+    check_engine(engine)
+    problem = None
+    if engine == "triton" and not triton_available():
+        problem = "triton does not import (it ships with PyTorch's Linux CUDA wheels)"
+    elif engine == "triton" and not torch.cuda.is_available() and not _interpreting():
+        problem = "this machine has no CUDA device, and the compiled kernels need one (or TRITON_INTERPRET=1)"
+    if problem is not None:
+        raise UserError(f"engine='triton' cannot run on this machine: {problem}; use engine='auto' (Triton on CUDA, "
+                        "torch elsewhere) or 'torch'.")
+    return engine
 
 
 @functools.cache

@@ -10,13 +10,14 @@ from torch import Tensor
 
 from ranklit._checks import check_in_range
 from ranklit.errors import UserError
-from ranklit.functional._kernels._rank_engine import check_engine  # the smooth-rank losses' `engine`
+from ranklit.functional._kernels._rank_engine import check_engine, check_engine_runs  # the smooth-rank losses' `engine`
 from ranklit.functional.reducers import MeanReducer, Reducer, get_reducer
 
 __all__ = [
     "CALIBRATION_REDUCTIONS",
     "check_class_ids",
     "check_engine",
+    "check_engine_runs",
     "check_margins",
     "check_mining",
     "check_reduction",

@@ -182,9 +182,11 @@ def test_a_dataset_behind_a_form_says_what_to_download_from_where(tmp_path, caps
     ("extra", "message"),
     [
         (["--source", "/nonexistent/file.tgz"], "--source /nonexistent/file.tgz: no such file"),
-        (["--source", "a.tgz", "--source", "b.tgz"], "cub is made of 1 file(s) (CUB_200_2011.tgz); 2 --source given"),
-        (["--sha256", "xyz"], "--sha256 xyz: a SHA-256 digest is 64 hexadecimal digits"),
-        (["--sha256", "a" * 64, "--sha256", "b" * 64], "2 --sha256 given for the 1 file(s) of cub"),
+        (["--source", "a.tgz", "--source", "b.tgz"],
+         "cub is made of 1 file(s) (CUB_200_2011.tgz); 2 source(s) given (--source"),
+        (["--sha256", "xyz"], "--sha256 'xyz' (Python: `sha256=`): a SHA-256 digest is 64 hexadecimal digits"),
+        (["--sha256", "a" * 64, "--sha256", "b" * 64],
+         "2 digest(s) given (--sha256; Python: `sha256=`) for the 1 file(s) of cub"),
     ],
 )
 def test_bad_sources_and_digests_are_one_line(tmp_path, capsys, extra, message) -> None:
