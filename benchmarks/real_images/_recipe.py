@@ -42,8 +42,11 @@ class Recipe:
     embedding_dim: int = 512  # 0: the pooled features, no head
     head_init: str = "default"  # default (PyTorch's Linear) | orthogonal
     pooling: str = "avg"
+    layer_norm: bool = False  # LayerNorm without affine before the head (ROADMAP's CUB recipe)
     tau: float = 0.01  # the sigmoid temperature of ROADMAP and Smooth-AP
-    lam: float = 0.5  # ROADMAP's weight of the calibration loss (0 = Smooth-AP alone)
+    lam: float = 0.5  # ROADMAP's weight of the calibration loss (0: its SupAP term alone)
+    pos_margin: float = 0.9  # ROADMAP's calibration thresholds: positives above, negatives below
+    neg_margin: float = 0.6
     ms_alpha: float = 2.0  # MultiSimilarity (Wang et al. 2019): positive scale
     ms_beta: float = 50.0  # negative scale
     ms_base: float = 0.5  # similarity margin
@@ -87,7 +90,7 @@ def load_backbone(net: EmbeddingNet, path: Path) -> None:
 def build_net(recipe: Recipe, backbone: str, weights: Path | None) -> EmbeddingNet:
     """The embedding network of the recipe (seed first: the head's initialisation is drawn here)."""
     net = EmbeddingNet(backbone, embedding_dim=recipe.embedding_dim, pooling=recipe.pooling,  # type: ignore[arg-type]
-                       freeze_batchnorm=recipe.batchnorm == "frozen")
+                       layer_norm=recipe.layer_norm, freeze_batchnorm=recipe.batchnorm == "frozen")
     if weights is not None:
         load_backbone(net, weights)
     if recipe.head_init == "orthogonal" and isinstance(net.head, nn.Linear):
@@ -122,7 +125,7 @@ class PMLMultiSimilarity(nn.Module):
 
 
 LOSSES: dict[str, Callable[[Recipe], nn.Module]] = {
-    "ROADMAPLoss": lambda r: losses.ROADMAPLoss(tau=r.tau, lam=r.lam),
+    "ROADMAPLoss": lambda r: losses.ROADMAPLoss(tau=r.tau, lam=r.lam, alpha=r.pos_margin, beta=r.neg_margin),
     "SmoothAPLoss": lambda r: losses.SmoothAPLoss(tau=r.tau),
     "FastAPLoss": lambda r: losses.FastAPLoss(),
     "ContrastiveLoss": lambda r: losses.ContrastiveLoss(),
