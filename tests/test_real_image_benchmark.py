@@ -65,7 +65,7 @@ def test_builder_writes_a_class_split_set_csv_dataset_reads_the_same_every_run(s
 def test_builder_names_the_packages_of_missing_themes(scripts: None, tmp_path: Path) -> None:
     import build_icons
 
-    with pytest.raises(SystemExit, match="apt-get install .*oxygen-icon-theme"):
+    with pytest.raises(SystemExit, match=r"apt-get install .*oxygen-icon-theme"):
         build_icons.build(tmp_path, tmp_path / "out", size=16, min_themes=3, seed=0)
 
 
@@ -82,7 +82,7 @@ def test_converter_maps_the_tensors_in_order_and_refuses_another_shape(scripts: 
     assert all(torch.equal(converted[k], reference[k]) for k in reference)
     first = next(iter(source))
     source[first] = torch.zeros(1)
-    with pytest.raises(SystemExit, match="conv_stem.weight: shape"):
+    with pytest.raises(SystemExit, match=r"conv_stem\.weight: shape"):
         convert_weights.convert(source)
 
 

@@ -32,12 +32,12 @@ from torch import Tensor
 from torchvision.transforms import v2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _recipe import ISSUE_RECIPE, LOSSES, Recipe, build_net, optimizer_and_schedule, set_train_mode  # noqa: E402
+from _recipe import ISSUE_RECIPE, LOSSES, Recipe, build_net, optimizer_and_schedule, set_train_mode
 
-from ranklit.data import CSVDataset, PKSampler  # noqa: E402
-from ranklit.data.transforms import test_transform, train_transform  # noqa: E402
-from ranklit.functional import retrieval_metrics  # noqa: E402
-from ranklit.training import ranking_objective  # noqa: E402
+from ranklit.data import CSVDataset, PKSampler
+from ranklit.data.transforms import test_transform, train_transform
+from ranklit.functional import retrieval_metrics
+from ranklit.training import ranking_objective
 
 MEAN = STD = (0.5, 0.5, 0.5)  # EfficientNet-Lite0's input normalisation
 UNTRAINED = ("pretrained features, untrained (pooled)", "pretrained features + untrained head")

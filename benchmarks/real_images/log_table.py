@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _recipe import ISSUE_RECIPE, Recipe  # noqa: E402
+from _recipe import ISSUE_RECIPE, Recipe
 
 
 def difference(recipe: dict[str, object], base: Recipe) -> str:

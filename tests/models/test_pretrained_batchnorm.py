@@ -11,8 +11,7 @@ import timm
 import torch
 from torch import nn
 
-from ranklit.models import EmbeddingNet
-from ranklit.models import _backbones
+from ranklit.models import EmbeddingNet, _backbones
 
 
 @pytest.fixture
