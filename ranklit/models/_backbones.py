@@ -58,7 +58,11 @@ class EmbeddingNet(nn.Module):
         embedding_dim: output dimension; ``0`` keeps the pooled features (no head).
         pooling: ``avg``, ``max``, ``gem`` (learnable p, init 3) or ``token`` (CLS token of ViT/DeiT).
         layer_norm: LayerNorm without affine parameters before the head (ROADMAP's CUB recipe, HAPPIER).
-        freeze_batchnorm: keep batch-norm layers in eval mode with frozen statistics and affine parameters.
+        freeze_batchnorm: keep batch-norm layers in eval mode with frozen statistics and affine parameters;
+            ``None`` (default): frozen when the backbone is pretrained, trained otherwise. Fine-tuning an
+            ImageNet network on P×K batches of another domain with batch statistics made every loss worse than
+            the untrained features in the real-image benchmark; frozen, ROADMAP went from 0.199 to 0.290 mAP@R
+            (docs/benchmarks-real-images.md). A randomly initialised network needs its batch statistics.
         normalize: L2-normalise the output (the losses and metrics assume it).
 
     Example:
@@ -78,7 +82,7 @@ class EmbeddingNet(nn.Module):
         embedding_dim: int = 512,
         pooling: PoolingName = "avg",
         layer_norm: bool = False,
-        freeze_batchnorm: bool = False,
+        freeze_batchnorm: bool | None = None,
         normalize: bool = True,
     ) -> None:
         super().__init__()
@@ -100,9 +104,9 @@ class EmbeddingNet(nn.Module):
         self.norm = nn.LayerNorm(num_features, elementwise_affine=False) if layer_norm else nn.Identity()
         self.head = nn.Linear(num_features, embedding_dim) if embedding_dim > 0 else nn.Identity()
         self.embedding_dim = embedding_dim or num_features
-        self.freeze_batchnorm = freeze_batchnorm
+        self.freeze_batchnorm = pretrained if freeze_batchnorm is None else freeze_batchnorm
         self.normalize = normalize
-        if freeze_batchnorm:
+        if self.freeze_batchnorm:
             for module in self._batchnorms():
                 module.requires_grad_(False)
             self.train()  # puts the frozen batch-norm layers in eval mode (Lightning keeps module modes as found)
