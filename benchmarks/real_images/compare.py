@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _recipe import ISSUE_RECIPE, LOSSES, Recipe, build_net, optimizer_and_schedule, set_train_mode
 
 from ranklit.data import CSVDataset, PKSampler
-from ranklit.data.transforms import test_transform, train_transform
+from ranklit.data.images.transforms import test_transform, train_transform
 from ranklit.functional import retrieval_metrics
 from ranklit.training import ranking_objective
 
