@@ -4,6 +4,9 @@ Settings are written as their differences from ``--base`` (``issue``: issue 44's
 benchmark's recipe), so each line says what was changed::
 
     python benchmarks/real_images/log_table.py benchmarks/real_images/experiments.jsonl --base issue
+
+``--results`` prints instead ``compare.py``'s table (every metric, one line per method) of the log's runs, for a log
+whose runs share one recipe (the seeds of one comparison run in several commands).
 """
 
 from __future__ import annotations
@@ -44,11 +47,32 @@ def summary(lines: list[str], base: Recipe) -> str:
     return "\n".join(rows)
 
 
+def results(lines: list[str]) -> str:
+    """``compare.py``'s table of the runs, one line per method in ``compare.py``'s order; a setting missing from a
+    record (logged before it existed) has its default value."""
+    from compare import LOSSES, METRICS, UNTRAINED, table
+
+    runs: dict[str, list[dict[str, float]]] = {}
+    recipes = set()
+    for line in lines:
+        if line.strip():
+            record = json.loads(line)
+            recipes.add(json.dumps({**dataclasses.asdict(Recipe()), **record["recipe"]}, sort_keys=True))
+            runs.setdefault(record["method"], []).append({key: record[key] for key in METRICS})
+    if len(recipes) > 1:
+        raise SystemExit(f"the log holds {len(recipes)} recipes; --results reads the runs of one")
+    return table({method: runs[method] for method in (*UNTRAINED, *LOSSES) if method in runs})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", type=Path)
     parser.add_argument("--base", choices=("issue", "default"), default="default")
+    parser.add_argument("--results", action="store_true", help="compare.py's table of a one-recipe log")
     args = parser.parse_args()
+    if args.results:
+        print(results(args.log.read_text().splitlines()))
+        return
     print(summary(args.log.read_text().splitlines(), ISSUE_RECIPE if args.base == "issue" else Recipe()))
 
 
