@@ -48,8 +48,8 @@ class EmbeddingNet(nn.Module):
         freeze_batchnorm: keep batch-norm layers in eval mode with frozen statistics and affine parameters;
             ``None`` (default): frozen when the backbone is pretrained, trained otherwise. Fine-tuning an
             ImageNet network on P×K batches of another domain with batch statistics made every loss worse than
-            the untrained features in the real-image benchmark; frozen, ROADMAP went from 0.199 to 0.290 mAP@R
-            (docs/benchmarks-real-images.md). A randomly initialised network needs its batch statistics.
+            the untrained features (0.238 mAP@R) on the real-image benchmark; frozen, every loss beats them
+            (ROADMAP 0.199 -> 0.292; docs/benchmarks-real-images.md). A random network needs its statistics.
         normalize: L2-normalise the output (the losses and metrics assume it).
 
     Example:
