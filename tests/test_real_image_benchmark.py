@@ -105,3 +105,23 @@ def test_compare_quick_trains_every_row_and_prints_the_table(scripts: None, tmp_
     assert len(log.read_text().splitlines()) == len(rows)
     with pytest.raises(ValueError, match="unknown recipe settings"):
         compare.Recipe().changed(tua=0.1)
+
+
+def test_log_table_names_what_each_run_changed_and_refuses_to_mix_recipes(scripts: None) -> None:
+    import dataclasses
+    import json
+
+    import log_table
+    from _recipe import Recipe
+
+    def line(seed: int, value: float, **changes: object) -> str:
+        recipe = dataclasses.asdict(Recipe().changed(**changes))
+        return json.dumps({"method": "ROADMAPLoss", "seed": seed, "recipe": recipe, "map_at_r": value, "hap": value,
+                           "recall_at_1": value, "recall_at_5": value})
+
+    lines = [line(0, 0.2), line(1, 0.4), line(0, 0.1, tau=0.05)]
+    table = log_table.summary(lines, Recipe())
+    assert "| ROADMAPLoss | base | 2 | 0.300 ± 0.141 |" in table and "| ROADMAPLoss | tau=0.05 | 1 | 0.100 |" in table
+    assert "| ROADMAPLoss | 0.300 ± 0.141 |" in log_table.results(lines[:2])
+    with pytest.raises(SystemExit, match="2 recipes"):
+        log_table.results(lines)

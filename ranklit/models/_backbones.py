@@ -59,10 +59,10 @@ class EmbeddingNet(nn.Module):
         pooling: ``avg``, ``max``, ``gem`` (learnable p, init 3) or ``token`` (CLS token of ViT/DeiT).
         layer_norm: LayerNorm without affine parameters before the head (ROADMAP's CUB recipe, HAPPIER).
         freeze_batchnorm: keep batch-norm layers in eval mode with frozen statistics and affine parameters;
-            ``None`` (default): frozen when the backbone is pretrained, trained otherwise. Fine-tuning an
+            ``None`` (default): frozen when the backbone is pretrained (``pretrained`` or ``weights``), trained otherwise. Fine-tuning an
             ImageNet network on P×K batches of another domain with batch statistics made every loss worse than
-            the untrained features in the real-image benchmark; frozen, ROADMAP went from 0.199 to 0.290 mAP@R
-            (docs/benchmarks-real-images.md). A randomly initialised network needs its batch statistics.
+            the untrained features (0.238 mAP@R) on the real-image benchmark; frozen, every loss beats them
+            (ROADMAP 0.199 -> 0.292; docs/benchmarks-real-images.md). A random network needs its statistics.
         normalize: L2-normalise the output (the losses and metrics assume it).
 
     Example:
@@ -104,7 +104,7 @@ class EmbeddingNet(nn.Module):
         self.norm = nn.LayerNorm(num_features, elementwise_affine=False) if layer_norm else nn.Identity()
         self.head = nn.Linear(num_features, embedding_dim) if embedding_dim > 0 else nn.Identity()
         self.embedding_dim = embedding_dim or num_features
-        self.freeze_batchnorm = pretrained if freeze_batchnorm is None else freeze_batchnorm
+        self.freeze_batchnorm = (pretrained or weights is not None) if freeze_batchnorm is None else freeze_batchnorm
         self.normalize = normalize
         if self.freeze_batchnorm:
             for module in self._batchnorms():
