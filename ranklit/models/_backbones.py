@@ -59,7 +59,8 @@ class EmbeddingNet(nn.Module):
         pooling: ``avg``, ``max``, ``gem`` (learnable p, init 3) or ``token`` (CLS token of ViT/DeiT).
         layer_norm: LayerNorm without affine parameters before the head (ROADMAP's CUB recipe, HAPPIER).
         freeze_batchnorm: keep batch-norm layers in eval mode with frozen statistics and affine parameters;
-            ``None`` (default): frozen when the backbone is pretrained (``pretrained`` or ``weights``), trained otherwise. Fine-tuning an
+            ``None`` (default): frozen when the backbone is pretrained (``pretrained`` or ``weights``), trained
+            otherwise. Fine-tuning an
             ImageNet network on P×K batches of another domain with batch statistics made every loss worse than
             the untrained features (0.238 mAP@R) on the real-image benchmark; frozen, every loss beats them
             (ROADMAP 0.199 -> 0.292; docs/benchmarks-real-images.md). A random network needs its statistics.
