@@ -29,7 +29,11 @@ __all__ = ["KernelCheck", "check_kernels"]
 @dataclass(frozen=True)
 class KernelCheck:
     """The outcome of one kernel's self-check: ``passed``, else ``error`` (the warning given; the torch path runs it
-    for the rest of the process); ``seconds`` its duration (compilation included; 0 when checked before)."""
+    for the rest of the process); ``seconds`` its duration (compilation included; 0 when checked before).
+
+    >>> KernelCheck(kernel="rank sums", dtype=torch.float32, passed=False, error="launch failed", seconds=0.5).error
+    'launch failed'
+    """
 
     kernel: str
     dtype: torch.dtype
@@ -68,6 +72,10 @@ def check_kernels(
 
     Returns:
         One :class:`KernelCheck` per kernel checked (none on the CPU without ``engine="triton"``).
+
+    Example:
+        >>> check_kernels("cpu")  # the CPU runs the torch path: nothing to check
+        []
     """
     device = torch.device(device)
     items: list[SupAPOptions | float] = (

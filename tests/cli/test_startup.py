@@ -34,8 +34,8 @@ def _ranklit(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[st
     return run, set(json.loads(out.read_text()))
 
 
-EVERY_COMMAND = ["fit", "validate", "test", "predict", "configs", "data check", "data prepare", "export", "index",
-                 "search"]
+EVERY_COMMAND = ["fit", "validate", "test", "predict", "configs", "check gpu", "data check", "data prepare", "export",
+                 "index", "search"]
 
 
 def test_help_and_mistakes_answer_without_the_training_stack(tmp_path: Path) -> None:

@@ -56,7 +56,11 @@ _PASSED: set[tuple[str, str, str]] = set()
 
 
 class KernelError(RuntimeError):
-    """A forced kernel (``engine="triton"``) failed its self-check or a launch on this machine."""
+    """A forced kernel (``engine="triton"``) failed its self-check or a launch on this machine.
+
+    >>> KernelError.__mro__[1].__name__
+    'RuntimeError'
+    """
 
 
 class KernelLaunchError(RuntimeError):
@@ -64,7 +68,11 @@ class KernelLaunchError(RuntimeError):
 
 
 class KernelFallbackWarning(UserWarning):
-    """A Triton kernel failed on this machine: the torch path computes it for the rest of the process."""
+    """A Triton kernel failed on this machine: the torch path computes it for the rest of the process.
+
+    >>> KernelFallbackWarning.__mro__[1].__name__  # shown once, filterable as any warning
+    'UserWarning'
+    """
 
 
 def triton_version() -> str:
