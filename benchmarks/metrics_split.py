@@ -8,8 +8,9 @@ Usage::
 For each configuration (the data of ``benchmarks/metrics.py``: every item ranks the others, or 2,000 queries against
 the other items), ``retrieval_metrics`` is timed whole, and while it runs every call of the counting
 (``count_at_least``: how many items of a row score at least each positive's or relevant item's score) is timed
-too; the product ``Q @ G.T`` is timed alone. The rest (sorting the positives, the per-query metrics, the input checks)
-is the difference. Medians of ``--repeats`` runs, wall-clock seconds.
+too, and the check for tied scores (``warn_if_tied``: a sample of the queries scored and sorted); the product
+``Q @ G.T`` is timed alone. The rest (sorting the positives, the per-query metrics, the input checks) is the
+difference. Medians of ``--repeats`` runs, wall-clock seconds.
 
 A second table gives the cost per item of the vectorised PyTorch operations such a counting is made of, on a
 cache-sized tile of scores (one thread): the floor of any exact count written with them.
@@ -28,13 +29,11 @@ import torch
 from metrics import make_data  # type: ignore[import-not-found]  # benchmarks/ is the script's folder
 
 
-def _timed_counting(module: Any, spent: list[float]) -> Callable[..., Any]:
-    counting = module.count_at_least
-
+def _timed(function: Callable[..., Any], spent: list[float]) -> Callable[..., Any]:
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return counting(*args, **kwargs)
+            return function(*args, **kwargs)
         finally:
             spent.append(time.perf_counter() - start)
 
@@ -42,10 +41,10 @@ def _timed_counting(module: Any, spent: list[float]) -> Callable[..., Any]:
 
 
 def split(embeddings: torch.Tensor, labels: torch.Tensor, queries: int, repeats: int) -> tuple[float, ...]:
-    """``(total, product, counting)`` medians in seconds of one configuration."""
+    """``(total, product, counting, tie check)`` medians in seconds of one configuration."""
     from ranklit.functional import retrieval_metrics
     from ranklit.functional.metrics import _hierarchical as _hierarchical_metrics
-    from ranklit.functional.metrics import _positive_ranks, _symmetric_ranks
+    from ranklit.functional.metrics import _positive_ranks, _retrieval, _symmetric_ranks
 
     if queries:
         args = (embeddings[:queries], labels[:queries])
@@ -53,13 +52,16 @@ def split(embeddings: torch.Tensor, labels: torch.Tensor, queries: int, repeats:
         gallery = embeddings[queries:]
     else:
         args, kwargs, gallery = (embeddings, labels), {}, embeddings
-    totals, products, countings = [], [], []
+    totals, products, countings, checks = [], [], [], []
     modules = (_hierarchical_metrics, _positive_ranks, _symmetric_ranks)
     originals = [module.count_at_least for module in modules]
+    warn_if_tied = _retrieval.warn_if_tied
     for _ in range(repeats):
         spent: list[float] = []
-        for module in modules:
-            module.count_at_least = _timed_counting(module, spent)
+        checked: list[float] = []
+        for module, original in zip(modules, originals, strict=True):
+            module.count_at_least = _timed(original, spent)
+        _retrieval.warn_if_tied = _timed(warn_if_tied, checked)
         try:
             start = time.perf_counter()
             retrieval_metrics(*args, **kwargs)
@@ -67,11 +69,13 @@ def split(embeddings: torch.Tensor, labels: torch.Tensor, queries: int, repeats:
         finally:
             for module, original in zip(modules, originals, strict=True):
                 module.count_at_least = original
+            _retrieval.warn_if_tied = warn_if_tied
         countings.append(sum(spent))
+        checks.append(sum(checked))
         start = time.perf_counter()
         args[0] @ gallery.T.contiguous()
         products.append(time.perf_counter() - start)
-    return statistics.median(totals), statistics.median(products), statistics.median(countings)
+    return tuple(statistics.median(times) for times in (totals, products, countings, checks))
 
 
 def operation_costs(items: int, repeats: int) -> list[tuple[str, float]]:
@@ -122,16 +126,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {load}; N = {args.n}, d = {args.dim}; "
           f"medians of {args.repeats}\n")
     embeddings, labels = make_data(args.n, args.dim, 10, 10, 1.5)
-    print("| labels | queries | threads | product (s) | ranklit (s) | x product | counting (s) | rest (s) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| labels | queries | threads | product (s) | ranklit (s) | x product | counting (s) | tie check (s) "
+          "| rest (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for threads in args.threads:
         torch.set_num_threads(threads)
         for kind, kind_labels in (("flat", labels[:, 0]), ("2-level", labels)):
             for queries in (0, args.queries):
-                total, product, counting = split(embeddings, kind_labels, queries, args.repeats)
+                total, product, counting, check = split(embeddings, kind_labels, queries, args.repeats)
                 who = f"{queries} vs {args.n - queries}" if queries else f"all {args.n}"
                 print(f"| {kind} | {who} | {threads} | {product:.3f} | {total:.3f} | {total / product:.2f} | "
-                      f"{counting:.3f} | {total - product - counting:.3f} |", flush=True)
+                      f"{counting:.3f} | {check:.3f} | {total - product - counting - check:.3f} |", flush=True)
     torch.set_num_threads(1)
     print("\n| operation (one thread, a 2^18-score tile) | ns per item |\n|---|---:|")
     for name, cost in operation_costs(2**18 if not args.dry_run else 2**12, max(args.repeats, 3)):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ranklit.functional import retrieval_metrics
-from ranklit.functional.metrics._tie_share import SAMPLE_QUERIES
+from ranklit.functional.metrics._tie_share import MIN_SAMPLE_QUERIES, sample_queries, tied_counts
 from ranklit.functional.ties import TIES, TiedScoresWarning
 from ranklit.metrics import RetrievalMetrics
 from tests.oracles.metrics import oracle_retrieval_metrics
@@ -31,7 +31,7 @@ def _tie_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 
 @pytest.mark.parametrize("levels", [1, 2])
 def test_a_third_identical_warns_once_and_values_are_unchanged(levels: int) -> None:
-    embeddings, labels = _third_collapsed(levels=levels)
+    embeddings, labels = _third_collapsed(n=12, levels=levels)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = retrieval_metrics(embeddings, labels, recall_at=(1, 2))
@@ -41,9 +41,9 @@ def test_a_third_identical_warns_once_and_values_are_unchanged(levels: int) -> N
     expected = oracle_retrieval_metrics(embeddings, labels, recall_at=(1, 2))
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
-    # every query is sampled here (24 <= SAMPLE_QUERIES): the figures are the three policies' own values (those of
+    # every query is sampled here (12 <= MIN_SAMPLE_QUERIES): the figures are the three policies' own values (those of
     # "average" and "optimistic" checked against brute force in test_ties.py)
-    assert embeddings.shape[0] <= SAMPLE_QUERIES
+    assert embeddings.shape[0] <= MIN_SAMPLE_QUERIES
     shown = re.search(r"map_at_r ([0-9.]+) / ([0-9.]+) / ([0-9.]+)", messages[0])
     assert shown is not None, messages[0]
     with warnings.catch_warnings():
@@ -65,7 +65,8 @@ def test_the_torchmetrics_class_warns_once_per_compute() -> None:
         warnings.simplefilter("always")
         metric.compute()
     messages = _tie_warnings(caught)
-    assert len(messages) == 1 and f"over {SAMPLE_QUERIES} evenly spaced queries" in messages[0], messages
+    sampled = sample_queries(300, torch.device("cpu")).numel()
+    assert len(messages) == 1 and f"over {sampled} evenly spaced queries" in messages[0], messages
 
 
 def test_no_warning_without_ties_or_when_ties_change_nothing() -> None:
@@ -79,3 +80,20 @@ def test_no_warning_without_ties_or_when_ties_change_nothing() -> None:
             warnings.simplefilter("always")
             retrieval_metrics(case, labels)
         assert not _tie_warnings(caught)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tied_counts_equal_a_count_by_pairs(dtype: torch.dtype) -> None:
+    """The sorted-neighbour count (in place, through NumPy on the CPU) against every pair of a row compared."""
+    g = torch.Generator().manual_seed(3)
+    for rows, width in ((5, 40), (3, 1), (1, 2), (4, 7)):
+        scores = torch.randint(0, 6, (rows, width), generator=g).to(dtype) / 4
+        scores[torch.rand(rows, width, generator=g) < 0.2] = float("-inf")
+        finite = torch.isfinite(scores)
+        tied = sum(
+            1
+            for i in range(rows)
+            for j in range(width)
+            if finite[i, j] and any(scores[i, k] == scores[i, j] for k in range(width) if k != j)
+        )
+        assert tied_counts(scores.clone()) == (tied, int(finite.sum()))
