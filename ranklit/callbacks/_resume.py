@@ -14,6 +14,11 @@ present for (``ModelCheckpoint``, on-exception, SLURM's ``hpc_ckpt_*``, ``traine
   ranks after ``seed_everything`` as long as every rank draws as many random numbers (same model and batch shapes);
 * **the cross-batch memory** (``pl_module.memory``, a :class:`ranklit.training.CrossBatchMemory`), if any.
 
+Every checkpoint also records the run's ``seed``: that of Lightning's ``seed_everything`` (``PL_GLOBAL_SEED``;
+``None``: not seeded) in a fresh run, and the checkpoint's in a resumed one (its random states are the checkpoint's,
+whatever the process was seeded with). The ``ranklit`` command refuses a resume given another seed
+(:mod:`ranklit.cli._resuming`).
+
 The state is applied in ``on_train_start``, after Lightning has created the training iterator (it calls ``iter()``
 on the loader before ``set_epoch`` when resuming, and a loader with workers then already dispatches batches): the
 callback positions the sampler, then re-creates the iterator so that the dispatched batches are the right ones, and
@@ -31,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import random
 import warnings
 from typing import Any, cast
@@ -43,7 +49,7 @@ from typing_extensions import override
 
 from ranklit._compat.lightning import batch_progress, training_data_fetcher
 
-__all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_states"]
+__all__ = ["ResumableTraining", "ResumeRefused", "random_states", "run_seed", "set_random_states"]
 
 
 class ResumeRefused(ValueError):
@@ -101,6 +107,24 @@ def _as_tuples(value: Any) -> Any:
     return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
+def run_seed(checkpoint: dict[str, Any]) -> tuple[bool, int | None]:
+    """Whether ``checkpoint`` records the seed of its run (an older ranklit's does not), and that seed (``None``: the
+    run was not seeded).
+
+    Example:
+        >>> run_seed({"callbacks": {"ResumableTraining": {"seed": 7}}}), run_seed({"callbacks": {}})
+        ((True, 7), (False, None))
+    """
+    state = checkpoint.get("callbacks", {}).get(ResumableTraining.__qualname__) or {}
+    return "seed" in state, state.get("seed")
+
+
+def _process_seed() -> int | None:
+    """The seed of Lightning's ``seed_everything`` in this process, ``None`` if it was not called."""
+    seed = os.environ.get("PL_GLOBAL_SEED")
+    return None if seed is None else int(seed)
+
+
 def _batches_trained(trainer: L.Trainer) -> int:
     """Batches of the current epoch that Lightning counts as trained when it resumes from a checkpoint saved now:
     a batch whose step finished counts (even before ``on_train_batch_end`` completed), one interrupted mid-step does
@@ -135,6 +159,8 @@ class ResumableTraining(Callback):
         self._fitting: L.Trainer | None = None
         self._before_batch: dict[str, Any] | None = None
         self._restored: dict[str, Any] | None = None
+        self._seed: int | None = None  # the run's seed, read from the checkpoint resumed (if it records one)
+        self._seed_restored = False
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -162,6 +188,7 @@ class ResumableTraining(Callback):
             "batches_trained": trained,
             "samplers": [s.state_dict() | {"batches": trained} for s in _batch_samplers(trainer)],
             "random_states": self._before_batch if replayed else random_states(),
+            "seed": self._seed if self._seed_restored else _process_seed(),
         }
         memory = getattr(trainer.lightning_module, "memory", None)
         if memory is not None:
@@ -171,6 +198,8 @@ class ResumableTraining(Callback):
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored = state_dict or None
+        if "seed" in state_dict:
+            self._seed, self._seed_restored = state_dict["seed"], True
 
     @override
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

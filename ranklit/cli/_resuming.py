@@ -14,7 +14,14 @@ the folder is known, before anything writes into it. A resume is refused, with o
 when another live process holds that lock (nothing has been written), when a model setting differs from the
 checkpoint's, or when the checkpoint cannot continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`);
 the files of the run are then left as they were (:class:`ranklit.cli._runs.RunSnapshot`, taken once the lock is
-held)."""
+held).
+
+**The seed of a resumed run is its own.** A resume restores the random states of the checkpoint, so a
+``seed_everything`` other than the run's could not take effect: :func:`use_run_seed` refuses it (naming both seeds and
+how to start a new run with the other one) and otherwise sets ``seed_everything`` to the run's seed (``true``, the
+default, and ``false`` included), which is then what Lightning seeds the process with and what the run's
+``config.yaml`` records. The run's seed is the one its checkpoint records (:func:`ranklit.callbacks._resume.run_seed`),
+for an older checkpoint the ``seed_everything`` of its run's ``config.yaml``; without either it is not checked."""
 
 from __future__ import annotations
 
@@ -37,10 +44,13 @@ from ranklit.callbacks import (
     put_back_run_lock,
     release_run_locks,
 )
+from ranklit.callbacks._resume import run_seed
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
+from ranklit.cli._writable import check_writable
+from ranklit.data._recorded import run_config
 from ranklit.training.stops import exit_code
 
-__all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops"]
+__all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops", "use_run_seed"]
 
 #: ``--resume or_fresh``: resume as ``--resume true``, or start a new run when no checkpoint can be resumed.
 OR_FRESH = "or_fresh"
@@ -130,8 +140,33 @@ def find_resume(config: Any) -> ResumeRequest | None:
     else:
         return None
     if request.folder is not None:
-        _continue_folder(request.folder, experiment, logger)
+        _continue_folder(request.folder, experiment, logger, config.trainer.get("enable_checkpointing") is not False)
     return request
+
+
+def use_run_seed(config: Any, request: ResumeRequest) -> None:
+    """Set the ``seed_everything`` of a resumed ``fit`` config to the run's seed; refuse another one (module
+    docstring).
+
+    Raises:
+        ResumeRefused: ``seed_everything`` is a number other than the run's seed (or the run was not seeded).
+    """
+    recorded, seed = run_seed(request.point.checkpoint)
+    found = run_config(request.point.path) if not recorded and request.point.path is not None else None
+    if found is not None and (saved := found[0].get("seed_everything")) is not True and isinstance(saved, int):
+        recorded, seed = True, None if saved is False else saved  # Lightning writes the seed it used, or false
+    if not recorded:
+        return
+    given = config.get("seed_everything")
+    if not isinstance(given, bool) and given != seed:
+        run = "was not seeded (`seed_everything: false`)" if seed is None else f"was seeded with {seed}"
+        raise ResumeRefused(
+            f"`seed_everything: {given}` (the config or `--seed_everything`) cannot take effect on a resume: the run "
+            f"{run}, and a resume restores the random states of its checkpoint {request.point.path}. Resume with "
+            f"`--seed_everything {'false' if seed is None else seed}` (the run's seed; `true`, the default, also takes "
+            f"it), or start a new run with seed {given}: the same command without `--resume`/`--ckpt_path`."
+        )
+    config.seed_everything = False if seed is None else seed
 
 
 def _nothing_resumable(folder: Path, point: ResumePoint) -> str:
@@ -163,13 +198,16 @@ def _older_resumable(folders: list[Path]) -> str:
     return ""
 
 
-def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
+def _continue_folder(folder: Path, experiment: Path | None, logger: Any, checkpoints: bool) -> None:
     """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved).
 
-    On the process that will be global rank 0, the run's lock is taken first (:func:`ranklit.callbacks._locks.acquire`
-    raises :class:`RunLocked` while another process trains it, before anything is written), then the folder is
-    snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
+    On the process that will be global rank 0, the folder (and its ``checkpoints/`` with ``checkpoints``) must be
+    writable (:func:`ranklit.cli._writable.check_writable`), then the run's lock is taken
+    (:func:`ranklit.callbacks._locks.acquire` raises :class:`RunLocked` while another process trains it), both before
+    anything is written, then the folder is snapshotted, to be put back if the resume is refused later (a stale lock
+    taken over included)."""
     if rank_zero_process():
+        check_writable(folder, checkpoints)
         stale = acquire_run_lock(folder)
         _snapshots.append(RunSnapshot(folder, skip=(LOCK_FILE,)))  # the lock is released on every way out
         if stale is not None:  # a refusal puts back the stale lock taken over, as it was

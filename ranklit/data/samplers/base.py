@@ -240,8 +240,10 @@ class EpochBatchSampler(Sampler[list[int]]):
         finished = batches >= int(state["num_batches"])
         saved = {"seed": state["seed"]}
         if not finished:
-            saved |= {"world_size": state["world_size"], **state.get("settings", {}), "num_batches": state["num_batches"]}
-        mine = {"seed": self.seed, "world_size": self.world_size, **self.plan_settings(), "num_batches": self.num_batches}
+            saved |= {"world_size": state["world_size"], **state.get("settings", {})}
+            saved["num_batches"] = state["num_batches"]
+        mine = {"seed": self.seed, "world_size": self.world_size, **self.plan_settings()}
+        mine["num_batches"] = self.num_batches
         if changed := [key for key, value in saved.items() if key in mine and value != mine[key]]:
             raise ValueError(self._changed_on_resume(changed, saved, mine, epoch, batches))
         self.epoch, self._batches = (epoch + 1, 0) if finished else (epoch, batches)
@@ -263,9 +265,9 @@ class EpochBatchSampler(Sampler[list[int]]):
             fix = "The seed plans every epoch of the run: resume with the checkpoint's, or start a new run."
         else:
             fix = (
-                f"The rest of epoch {epoch} was planned with the checkpoint's values, which may change only at the end "
-                f"of an epoch: resume with them to finish epoch {epoch} (e.g. with `--trainer.max_epochs {epoch + 1}`), "
-                "then with the new ones; or start a new run."
+                f"The rest of epoch {epoch} was planned with the checkpoint's values, which may change only at the "
+                f"end of an epoch: resume with them to finish epoch {epoch} (e.g. with `--trainer.max_epochs "
+                f"{epoch + 1}`), then with the new ones; or start a new run."
             )
         return f"{where}, and this sampler differs: {changes}. {fix}"
 
