@@ -53,8 +53,8 @@ __all__ = ["ResumableTraining", "ResumeRefused", "random_states", "run_seed", "s
 
 
 class ResumeRefused(ValueError):
-    """A checkpoint that cannot continue this run as configured (another sampler, process count inside an epoch,
-    memory): raised before the first resumed batch, so nothing of the run has changed (the ``ranklit`` command
+    """A checkpoint that cannot continue this run as configured (another sampler, sampler setting or process count
+    inside an epoch, memory): raised before the first resumed batch, so nothing of the run has changed (the ``ranklit`` command
     exits with code 2 and the message, and leaves the run's files as they were)."""
 
 
@@ -151,8 +151,9 @@ class ResumableTraining(Callback):
     """Saves and restores the sampler position, the random states and the cross-batch memory (module docstring).
 
     Add it to the trainer's callbacks for the run and for its resumption (``trainer.fit(..., ckpt_path=...)``).
-    Resuming needs the same samplers (seed, batches per epoch, number of processes) and the same memory size; a
-    mismatch raises :class:`ResumeRefused` (a ``ValueError``) before any batch is trained.
+    Resuming needs the same samplers (their seed; inside an epoch their settings, batches per epoch and number of
+    processes too: :meth:`ranklit.data.EpochBatchSampler.load_state_dict`) and the same memory size; a mismatch
+    raises :class:`ResumeRefused` (a ``ValueError``) before any batch is trained.
     """
 
     def __init__(self) -> None:
