@@ -54,8 +54,8 @@ __all__ = ["ResumableTraining", "ResumeRefused", "random_states", "run_seed", "s
 
 class ResumeRefused(ValueError):
     """A checkpoint that cannot continue this run as configured (another sampler, sampler setting or process count
-    inside an epoch, memory): raised before the first resumed batch, so nothing of the run has changed (the ``ranklit`` command
-    exits with code 2 and the message, and leaves the run's files as they were)."""
+    inside an epoch, memory): raised before the first resumed batch, so nothing of the run has changed (the
+    ``ranklit`` command exits with code 2 and the message, and leaves the run's files as they were)."""
 
 
 def random_states() -> dict[str, Any]:
