@@ -49,7 +49,7 @@ from typing_extensions import override
 
 from ranklit._compat.lightning import batch_progress, training_data_fetcher
 
-__all__ = ["ResumableTraining", "ResumeRefused", "random_states", "run_seed", "set_random_states"]
+__all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_states"]
 
 
 class ResumeRefused(ValueError):
@@ -107,18 +107,6 @@ def _as_tuples(value: Any) -> Any:
     return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
-def run_seed(checkpoint: dict[str, Any]) -> tuple[bool, int | None]:
-    """Whether ``checkpoint`` records the seed of its run (an older ranklit's does not), and that seed (``None``: the
-    run was not seeded).
-
-    Example:
-        >>> run_seed({"callbacks": {"ResumableTraining": {"seed": 7}}}), run_seed({"callbacks": {}})
-        ((True, 7), (False, None))
-    """
-    state = checkpoint.get("callbacks", {}).get(ResumableTraining.__qualname__) or {}
-    return "seed" in state, state.get("seed")
-
-
 def _process_seed() -> int | None:
     """The seed of Lightning's ``seed_everything`` in this process, ``None`` if it was not called."""
     seed = os.environ.get("PL_GLOBAL_SEED")
@@ -162,6 +150,20 @@ class ResumableTraining(Callback):
         self._restored: dict[str, Any] | None = None
         self._seed: int | None = None  # the run's seed, read from the checkpoint resumed (if it records one)
         self._seed_restored = False
+
+    @staticmethod
+    def run_seed(checkpoint: dict[str, Any]) -> tuple[bool, int | None]:
+        """Whether ``checkpoint`` records the seed of its run (one of an older ranklit does not), and that seed
+        (``None``: the run was not seeded).
+
+        Example:
+            >>> ResumableTraining.run_seed({"callbacks": {"ResumableTraining": {"seed": 7}}})
+            (True, 7)
+            >>> ResumableTraining.run_seed({"callbacks": {}})
+            (False, None)
+        """
+        state = checkpoint.get("callbacks", {}).get(ResumableTraining.__qualname__) or {}
+        return "seed" in state, state.get("seed")
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:

@@ -20,8 +20,9 @@ held).
 ``seed_everything`` other than the run's could not take effect: :func:`use_run_seed` refuses it (naming both seeds and
 how to start a new run with the other one) and otherwise sets ``seed_everything`` to the run's seed (``true``, the
 default, and ``false`` included), which is then what Lightning seeds the process with and what the run's
-``config.yaml`` records. The run's seed is the one its checkpoint records (:func:`ranklit.callbacks._resume.run_seed`),
-for an older checkpoint the ``seed_everything`` of its run's ``config.yaml``; without either it is not checked."""
+``config.yaml`` records. The run's seed is the one its checkpoint records
+(:meth:`ranklit.callbacks.ResumableTraining.run_seed`); a checkpoint of an older ranklit records none, and the seed is
+then not checked (nor replaced)."""
 
 from __future__ import annotations
 
@@ -38,16 +39,15 @@ from lightning.pytorch.utilities import rank_zero_only
 from ranklit._checkpoint import load_checkpoint
 from ranklit.callbacks import (
     LOCK_FILE,
+    ResumableTraining,
     ResumeRefused,
     RunLocked,
     acquire_run_lock,
     put_back_run_lock,
     release_run_locks,
 )
-from ranklit.callbacks._resume import run_seed
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
 from ranklit.cli._writable import check_writable
-from ranklit.data._recorded import run_config
 from ranklit.training.stops import exit_code
 
 __all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops", "use_run_seed"]
@@ -151,11 +151,8 @@ def use_run_seed(config: Any, request: ResumeRequest) -> None:
     Raises:
         ResumeRefused: ``seed_everything`` is a number other than the run's seed (or the run was not seeded).
     """
-    recorded, seed = run_seed(request.point.checkpoint)
-    found = run_config(request.point.path) if not recorded and request.point.path is not None else None
-    if found is not None and (saved := found[0].get("seed_everything")) is not True and isinstance(saved, int):
-        recorded, seed = True, None if saved is False else saved  # Lightning writes the seed it used, or false
-    if not recorded:
+    recorded, seed = ResumableTraining.run_seed(request.point.checkpoint)
+    if not recorded:  # a checkpoint of an older ranklit
         return
     given = config.get("seed_everything")
     if not isinstance(given, bool) and given != seed:

@@ -14,16 +14,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["PREPROCESSING", "recorded_preprocessing", "run_config"]
+__all__ = ["PREPROCESSING", "recorded_preprocessing"]
 
 PREPROCESSING = ("resize_size", "crop_size", "mean", "std")
 """The ``data`` settings that prepare an evaluation image for the network."""
 
 
-def run_config(ckpt_path: str | Path) -> tuple[dict[str, Any], Path] | None:
-    """The ``config.yaml`` of the run whose ``checkpoints/`` folder holds ``ckpt_path``, parsed, and its path;
-    ``None`` for a checkpoint outside a run folder, or a config that is missing or does not parse to a mapping."""
-    folder = Path(ckpt_path).resolve().parent
+def _from_run_config(ckpt_path: Path) -> tuple[dict[str, Any], str] | None:
+    from ranklit.data._datamodule import RetrievalDataModule
+
+    folder = ckpt_path.resolve().parent
     config = folder.parent / "config.yaml"
     if folder.name != "checkpoints" or not config.is_file():
         return None
@@ -31,16 +31,7 @@ def run_config(ckpt_path: str | Path) -> tuple[dict[str, Any], Path] | None:
         tree = yaml.safe_load(config.read_text())
     except (OSError, yaml.YAMLError):
         return None
-    return (tree, config) if isinstance(tree, dict) else None
-
-
-def _from_run_config(ckpt_path: Path) -> tuple[dict[str, Any], str] | None:
-    from ranklit.data._datamodule import RetrievalDataModule
-
-    if (found := run_config(ckpt_path)) is None:
-        return None
-    tree, config = found
-    data = tree.get("data") or {}
+    data = (tree.get("data") if isinstance(tree, dict) else None) or {}
     defaults = {name: p.default for name, p in inspect.signature(RetrievalDataModule).parameters.items()}
     values = {name: data.get(name, defaults[name]) for name in PREPROCESSING}
     return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in values.items()}, str(config)
