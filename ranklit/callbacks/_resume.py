@@ -14,6 +14,11 @@ present for (``ModelCheckpoint``, on-exception, SLURM's ``hpc_ckpt_*``, ``traine
   ranks after ``seed_everything`` as long as every rank draws as many random numbers (same model and batch shapes);
 * **the cross-batch memory** (``pl_module.memory``, a :class:`ranklit.training.CrossBatchMemory`), if any.
 
+Every checkpoint also records the run's ``seed``: that of Lightning's ``seed_everything`` (``PL_GLOBAL_SEED``;
+``None``: not seeded) in a fresh run, and the checkpoint's in a resumed one (its random states are the checkpoint's,
+whatever the process was seeded with). The ``ranklit`` command refuses a resume given another seed
+(:mod:`ranklit.cli._resuming`).
+
 The state is applied in ``on_train_start``, after Lightning has created the training iterator (it calls ``iter()``
 on the loader before ``set_epoch`` when resuming, and a loader with workers then already dispatches batches): the
 callback positions the sampler, then re-creates the iterator so that the dispatched batches are the right ones, and
@@ -31,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import random
 import warnings
 from typing import Any, cast
@@ -47,9 +53,9 @@ __all__ = ["ResumableTraining", "ResumeRefused", "random_states", "set_random_st
 
 
 class ResumeRefused(ValueError):
-    """A checkpoint that cannot continue this run as configured (another sampler, process count inside an epoch,
-    memory): raised before the first resumed batch, so nothing of the run has changed (the ``ranklit`` command
-    exits with code 2 and the message, and leaves the run's files as they were)."""
+    """A checkpoint that cannot continue this run as configured (another sampler, sampler setting or process count
+    inside an epoch, memory): raised before the first resumed batch, so nothing of the run has changed (the
+    ``ranklit`` command exits with code 2 and the message, and leaves the run's files as they were)."""
 
 
 def random_states() -> dict[str, Any]:
@@ -101,6 +107,12 @@ def _as_tuples(value: Any) -> Any:
     return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
+def _process_seed() -> int | None:
+    """The seed of Lightning's ``seed_everything`` in this process, ``None`` if it was not called."""
+    seed = os.environ.get("PL_GLOBAL_SEED")
+    return None if seed is None else int(seed)
+
+
 def _batches_trained(trainer: L.Trainer) -> int:
     """Batches of the current epoch that Lightning counts as trained when it resumes from a checkpoint saved now:
     a batch whose step finished counts (even before ``on_train_batch_end`` completed), one interrupted mid-step does
@@ -127,14 +139,31 @@ class ResumableTraining(Callback):
     """Saves and restores the sampler position, the random states and the cross-batch memory (module docstring).
 
     Add it to the trainer's callbacks for the run and for its resumption (``trainer.fit(..., ckpt_path=...)``).
-    Resuming needs the same samplers (seed, batches per epoch, number of processes) and the same memory size; a
-    mismatch raises :class:`ResumeRefused` (a ``ValueError``) before any batch is trained.
+    Resuming needs the same samplers (their seed; inside an epoch their settings, batches per epoch and number of
+    processes too: :meth:`ranklit.data.EpochBatchSampler.load_state_dict`) and the same memory size; a mismatch
+    raises :class:`ResumeRefused` (a ``ValueError``) before any batch is trained.
     """
 
     def __init__(self) -> None:
         self._fitting: L.Trainer | None = None
         self._before_batch: dict[str, Any] | None = None
         self._restored: dict[str, Any] | None = None
+        self._seed: int | None = None  # the run's seed, read from the checkpoint resumed (if it records one)
+        self._seed_restored = False
+
+    @staticmethod
+    def run_seed(checkpoint: dict[str, Any]) -> tuple[bool, int | None]:
+        """Whether ``checkpoint`` records the seed of its run (one of an older ranklit does not), and that seed
+        (``None``: the run was not seeded).
+
+        Example:
+            >>> ResumableTraining.run_seed({"callbacks": {"ResumableTraining": {"seed": 7}}})
+            (True, 7)
+            >>> ResumableTraining.run_seed({"callbacks": {}})
+            (False, None)
+        """
+        state = checkpoint.get("callbacks", {}).get(ResumableTraining.__qualname__) or {}
+        return "seed" in state, state.get("seed")
 
     @override
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
@@ -162,6 +191,7 @@ class ResumableTraining(Callback):
             "batches_trained": trained,
             "samplers": [s.state_dict() | {"batches": trained} for s in _batch_samplers(trainer)],
             "random_states": self._before_batch if replayed else random_states(),
+            "seed": self._seed if self._seed_restored else _process_seed(),
         }
         memory = getattr(trainer.lightning_module, "memory", None)
         if memory is not None:
@@ -171,6 +201,8 @@ class ResumableTraining(Callback):
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored = state_dict or None
+        if "seed" in state_dict:
+            self._seed, self._seed_restored = state_dict["seed"], True
 
     @override
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -73,10 +73,11 @@ from ranklit.cli._checkpointing_off import drop_checkpoint_callbacks
 from ranklit.cli._commands import COMMANDS, find, run
 from ranklit.cli._config_files import RENAMED, renamed_keys, resolve_config_paths
 from ranklit.cli._errors._surface import BUILD_ERRORS, ShortUsageParser, as_user_error, check_command_line, user_errors
-from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops
+from ranklit.cli._resuming import ResumeRequest, find_resume, rank_zero_process, refusals_and_stops, use_run_seed
 from ranklit.cli._run_requests import check_run_options
 from ranklit.cli._runs import RunConfigSaver, changed_settings, continue_metrics_csv, logged_steps, run_directory
 from ranklit.cli._slurm import add_requeue_argument, set_up_slurm, trainer_plugins
+from ranklit.cli._writable import check_writable
 from ranklit.data import RetrievalDataModule
 from ranklit.models import RetrievalModule
 from ranklit.training import use_safe_checkpoint_io, watch_parent
@@ -182,6 +183,8 @@ class RanklitCLI(CheckpointSettingsCLI):
         if subcommand != "fit":
             return evaluated_checkpoint(config)  # ranklit.cli._checkpoint_settings
         self.resumed = find_resume(config)
+        if self.resumed is not None:
+            use_run_seed(config, self.resumed)  # Lightning seeds the process next, with the run's seed
         return config.model.clone()
 
     @override
@@ -239,6 +242,7 @@ class RanklitCLI(CheckpointSettingsCLI):
             callbacks.append(TrainingStops())  # no checkpoints: the stops (exit 128 + n) all the same
         set_up_slurm(trainer, self.subcommand, self.config[self.subcommand])  # may refuse: before the lock
         if rank_zero_process() and not getattr(trainer, "fast_dev_run", False):
+            check_writable(folder, checkpoints=trainer.checkpoint_callback is not None)  # before anything is written
             acquire_run_lock(folder)  # a new run's folder (a resumed run's lock is already held: ranklit.cli._resuming)
         if resumed and trainer.is_global_zero and isinstance(trainer.logger, CSVLogger):
             continue_metrics_csv(trainer.logger, logged_steps(resumed.point.checkpoint))

@@ -14,7 +14,15 @@ the folder is known, before anything writes into it. A resume is refused, with o
 when another live process holds that lock (nothing has been written), when a model setting differs from the
 checkpoint's, or when the checkpoint cannot continue the run as configured (:class:`ranklit.callbacks.ResumeRefused`);
 the files of the run are then left as they were (:class:`ranklit.cli._runs.RunSnapshot`, taken once the lock is
-held)."""
+held).
+
+**The seed of a resumed run is its own.** A resume restores the random states of the checkpoint, so a
+``seed_everything`` other than the run's could not take effect: :func:`use_run_seed` refuses it (naming both seeds and
+how to start a new run with the other one) and otherwise sets ``seed_everything`` to the run's seed (``true``, the
+default, and ``false`` included), which is then what Lightning seeds the process with and what the run's
+``config.yaml`` records. The run's seed is the one its checkpoint records
+(:meth:`ranklit.callbacks.ResumableTraining.run_seed`); a checkpoint of an older ranklit records none, and the seed is
+then not checked (nor replaced)."""
 
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from ranklit._checkpoint import load_checkpoint
 from ranklit.callbacks import (
     LOCK_FILE,
+    ResumableTraining,
     ResumeRefused,
     RunLocked,
     acquire_run_lock,
@@ -38,9 +47,10 @@ from ranklit.callbacks import (
     release_run_locks,
 )
 from ranklit.cli._runs import BEST, RESUMABLE, ResumePoint, RunSnapshot, latest_checkpoint, run_versions
+from ranklit.cli._writable import check_writable
 from ranklit.training.stops import exit_code
 
-__all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops"]
+__all__ = ["OR_FRESH", "ResumeRequest", "find_resume", "rank_zero_process", "refusals_and_stops", "use_run_seed"]
 
 #: ``--resume or_fresh``: resume as ``--resume true``, or start a new run when no checkpoint can be resumed.
 OR_FRESH = "or_fresh"
@@ -130,8 +140,30 @@ def find_resume(config: Any) -> ResumeRequest | None:
     else:
         return None
     if request.folder is not None:
-        _continue_folder(request.folder, experiment, logger)
+        _continue_folder(request.folder, experiment, logger, config.trainer.get("enable_checkpointing") is not False)
     return request
+
+
+def use_run_seed(config: Any, request: ResumeRequest) -> None:
+    """Set the ``seed_everything`` of a resumed ``fit`` config to the run's seed; refuse another one (module
+    docstring).
+
+    Raises:
+        ResumeRefused: ``seed_everything`` is a number other than the run's seed (or the run was not seeded).
+    """
+    recorded, seed = ResumableTraining.run_seed(request.point.checkpoint)
+    if not recorded:  # a checkpoint of an older ranklit
+        return
+    given = config.get("seed_everything")
+    if not isinstance(given, bool) and given != seed:
+        run = "was not seeded (`seed_everything: false`)" if seed is None else f"was seeded with {seed}"
+        raise ResumeRefused(
+            f"`seed_everything: {given}` (the config or `--seed_everything`) cannot take effect on a resume: the run "
+            f"{run}, and a resume restores the random states of its checkpoint {request.point.path}. Resume with "
+            f"`--seed_everything {'false' if seed is None else seed}` (the run's seed; `true`, the default, also takes "
+            f"it), or start a new run with seed {given}: the same command without `--resume`/`--ckpt_path`."
+        )
+    config.seed_everything = False if seed is None else seed
 
 
 def _nothing_resumable(folder: Path, point: ResumePoint) -> str:
@@ -163,13 +195,16 @@ def _older_resumable(folders: list[Path]) -> str:
     return ""
 
 
-def _continue_folder(folder: Path, experiment: Path | None, logger: Any) -> None:
+def _continue_folder(folder: Path, experiment: Path | None, logger: Any, checkpoints: bool) -> None:
     """Log into ``folder``: the logger's ``version`` (its ``save_dir``/``name`` too when the folder was moved).
 
-    On the process that will be global rank 0, the run's lock is taken first (:func:`ranklit.callbacks._locks.acquire`
-    raises :class:`RunLocked` while another process trains it, before anything is written), then the folder is
-    snapshotted, to be put back if the resume is refused later (a stale lock taken over included)."""
+    On the process that will be global rank 0, the folder (and its ``checkpoints/`` with ``checkpoints``) must be
+    writable (:func:`ranklit.cli._writable.check_writable`), then the run's lock is taken
+    (:func:`ranklit.callbacks._locks.acquire` raises :class:`RunLocked` while another process trains it), both before
+    anything is written, then the folder is snapshotted, to be put back if the resume is refused later (a stale lock
+    taken over included)."""
     if rank_zero_process():
+        check_writable(folder, checkpoints)
         stale = acquire_run_lock(folder)
         _snapshots.append(RunSnapshot(folder, skip=(LOCK_FILE,)))  # the lock is released on every way out
         if stale is not None:  # a refusal puts back the stale lock taken over, as it was

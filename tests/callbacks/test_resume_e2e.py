@@ -93,6 +93,8 @@ def test_interrupted_and_resumed_run_equals_the_uninterrupted_one(tmp_path: Path
             _fit(tmp_path / "run", options, _Stop(step, how, seen), ckpt_path, seed)
         ckpt_path, seed = str(tmp_path / "run" / "interrupted.ckpt"), seed + 100  # another global seed: restored
         assert len(seen) == step
+        recorded = torch.load(ckpt_path, weights_only=True)["callbacks"]["ResumableTraining"]["seed"]
+        assert recorded == 0  # the run's seed: a resumed process seeded otherwise draws from the checkpoint's states
     resumed = _fit(tmp_path / "run", options, _Stop(None, "", seen), ckpt_path, seed)
     assert resumed.global_step == EPOCHS * BATCHES
     assert seen == reference_batches  # every batch, in order, with no repeat

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler
+from ranklit.data import CategorySampler, HierarchicalSampler, PKSampler, UniformBatchSampler
 
 
 def _hier(num_super: int = 3, per_super: int = 4, images: int = 3) -> torch.Tensor:
@@ -98,7 +98,8 @@ def test_set_epoch_keeps_the_position_of_its_epoch_only() -> None:
 
 @pytest.mark.parametrize(
     ("change", "match"),
-    [({"seed": 6}, "seed=6"), ({"world_size": 2}, "world_size=2"), ({"num_batches": 3}, "num_batches=3"),
+    [({"seed": 6}, "checkpoint 6, this one 5"), ({"world_size": 2}, "checkpoint 2, this one 1"),
+     ({"num_batches": 3}, "checkpoint 3, this one 7"),
      ({"batches": -1}, "negative"), ({"epoch": None}, "lacks")],
 )
 def test_mismatched_state_is_rejected(change: dict, match: str) -> None:
@@ -119,6 +120,40 @@ def test_the_number_of_processes_may_change_at_the_end_of_an_epoch_only() -> Non
     assert list(one) == list(reference)  # epoch 1, dealt to the single process
     middle = FACTORIES["pk"](rank=0, world_size=2)
     next(iter(middle))
-    with pytest.raises(ValueError, match=r"world_size=2 at batch 1 of epoch 0.*trainer.devices"):
+    with pytest.raises(ValueError, match=r"batch 1 of epoch 0.*trainer.devices.*checkpoint 2, this one 1"):
         FACTORIES["pk"](rank=0, world_size=1).load_state_dict(middle.state_dict())
 
+
+
+CHANGED_SETTINGS = {  # issue 47: each sampler setting that changes which items the rest of an epoch draws
+    "pk-k": (FACTORIES["pk"], lambda **kw: PKSampler(_hier()[:, 0], 2, 3, seed=5, batches_per_epoch=7, **kw), "k"),
+    "pk-p": (FACTORIES["pk"], lambda **kw: PKSampler(_hier()[:, 0], 3, 2, seed=5, batches_per_epoch=7, **kw), "p"),
+    "pk-small": (FACTORIES["pk"], lambda **kw: PKSampler(_hier()[:, 0], 2, 2, seed=5, batches_per_epoch=7,
+                                                          small_classes="skip", **kw), "small_classes"),
+    "hierarchical-k": (FACTORIES["hierarchical"],
+                       lambda **kw: HierarchicalSampler(_hier(), 2, 3, batches_per_super_pair=2, seed=5, **kw), "k"),
+    "category-drop": (FACTORIES["category"], lambda **kw: CategorySampler(_category(), 2, 2, seed=5, drop_last=True,
+                                                                          **kw), "drop_last"),
+    "uniform-size": (lambda **kw: UniformBatchSampler(torch.arange(30), 4, seed=5, **kw),
+                     lambda **kw: UniformBatchSampler(torch.arange(30), 3, seed=5, drop_last=False, **kw),
+                     "batch_size"),
+}
+
+
+@pytest.mark.parametrize("case", CHANGED_SETTINGS)
+def test_a_changed_setting_is_refused_inside_an_epoch_and_taken_at_its_end(case: str) -> None:
+    """Another ``k`` (or ``p``…) with as many batches per epoch used to be resumed silently, drawing other images for
+    the rest of the epoch; it is refused with the setting, both values and the ways on. At the end of an epoch the
+    next one is planned afresh: the new setting is taken."""
+    old, new, key = CHANGED_SETTINGS[case]
+    interrupted = old(rank=0, world_size=1)
+    next(iter(interrupted))
+    with pytest.raises(ValueError, match=rf"batch 1 of epoch 0.*`{key}` \(CLI: `--data.batch_sampler.init_args."
+                                         rf"{key}`\): checkpoint .*, this one .*--trainer.max_epochs 1"):
+        new(rank=0, world_size=1).load_state_dict(interrupted.state_dict())
+    finished = old(rank=0, world_size=1)
+    list(finished)
+    resumed, reference = new(rank=0, world_size=1), new(rank=0, world_size=1)
+    resumed.load_state_dict(finished.state_dict())
+    reference.set_epoch(1)
+    assert resumed.epoch == 1 and list(resumed) == list(reference)

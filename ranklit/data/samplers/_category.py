@@ -54,6 +54,8 @@ class CategorySampler(EpochBatchSampler):
         (4, True)
     """
 
+    PLAN_SETTINGS = (*EpochBatchSampler.PLAN_SETTINGS, "small_classes", "super_column")
+
     def __init__(
         self,
         labels: Tensor | Sequence[Sequence[int]],
@@ -68,7 +70,7 @@ class CategorySampler(EpochBatchSampler):
         drop_last: bool = False,
     ) -> None:
         self.setup_batches(p, k, seed, rank, world_size, drop_last)
-        self.small_classes = small_classes
+        self.small_classes, self.super_column = small_classes, super_column
         why_even = "p // 2 fine classes from a category, p // 2 without"
         members, supers, usable = two_level_classes(self, labels, super_column, small_classes, why_even)
         size = {s: supers.count(s) for s in set(supers)}

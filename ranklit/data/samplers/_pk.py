@@ -86,6 +86,8 @@ class PKSampler(EpochBatchSampler):
         (10, 1)
     """
 
+    PLAN_SETTINGS = (*EpochBatchSampler.PLAN_SETTINGS, "small_classes")
+
     def __init__(
         self,
         labels: Tensor | Sequence[int],
@@ -173,6 +175,8 @@ class HierarchicalSampler(EpochBatchSampler):
         2
     """
 
+    PLAN_SETTINGS = (*EpochBatchSampler.PLAN_SETTINGS, "small_classes", "super_column", "batches_per_super_pair")
+
     def __init__(
         self,
         labels: Tensor | Sequence[Sequence[int]],
@@ -188,7 +192,7 @@ class HierarchicalSampler(EpochBatchSampler):
         drop_last: bool = False,
     ) -> None:
         self.setup_batches(p, k, seed, rank, world_size, drop_last)
-        self.small_classes = small_classes
+        self.small_classes, self.super_column = small_classes, super_column
         members, supers_of_class, usable = two_level_classes(
             self, labels, super_column, small_classes, "p // 2 fine classes from each of two super-classes"
         )

@@ -36,6 +36,8 @@ class UniformBatchSampler(EpochBatchSampler):
         (3, [4, 4, 4], True)
     """
 
+    PLAN_SETTINGS = ("batch_size", "drop_last")
+
     def __init__(
         self,
         labels: Tensor | Sequence[int],

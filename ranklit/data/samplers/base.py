@@ -136,6 +136,10 @@ class EpochBatchSampler(Sampler[list[int]]):
     """
 
     num_batches: int  # batches per rank and epoch, set by the subclass
+    #: The attributes, besides the seed and the epoch length, that decide which items an epoch's plan draws: a resume
+    #: inside an epoch needs the checkpoint's values (:meth:`load_state_dict`). A subclass with settings of its own
+    #: extends it (``PLAN_SETTINGS = (*EpochBatchSampler.PLAN_SETTINGS, "my_setting")``).
+    PLAN_SETTINGS: tuple[str, ...] = ("p", "k", "drop_last")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EpochBatchSampler:
         # Lightning re-creates a batch sampler as ``cls(distributed_sampler, batch_size=..., drop_last=...)`` when
@@ -185,15 +189,16 @@ class EpochBatchSampler(Sampler[list[int]]):
             self._batches += 1
             yield [SeededIndex(i, _mix(self.seed, epoch, number, slot)) for slot, i in enumerate(batch)]
 
-    def state_dict(self) -> dict[str, int]:
-        """The position (``epoch``, ``batches`` handed out) and the settings it depends on, as plain integers.
+    def state_dict(self) -> dict[str, Any]:
+        """The position (``epoch``, ``batches`` handed out) and what the plan of an epoch depends on: the ``seed``,
+        ``num_batches``, ``world_size`` and the ``settings`` of :attr:`PLAN_SETTINGS`.
 
         Example:
             >>> from ranklit.data import PKSampler
             >>> sampler = PKSampler(torch.arange(8) // 2, p=2, k=2)
             >>> batches = iter(sampler); first = next(batches)
-            >>> state = sampler.state_dict(); state["epoch"], state["batches"]
-            (0, 1)
+            >>> state = sampler.state_dict(); state["epoch"], state["batches"], state["settings"]["k"]
+            (0, 1, 2)
             >>> resumed = PKSampler(torch.arange(8) // 2, p=2, k=2); resumed.load_state_dict(state)
             >>> list(resumed) == list(batches)
             True
@@ -204,18 +209,27 @@ class EpochBatchSampler(Sampler[list[int]]):
             "seed": self.seed,
             "num_batches": self.num_batches,
             "world_size": self.world_size,
+            "settings": self.plan_settings(),
         }
 
-    def load_state_dict(self, state: dict[str, int]) -> None:
+    def plan_settings(self) -> dict[str, Any]:
+        """The values of :attr:`PLAN_SETTINGS` (the effective ones: ``p`` lowered to the classes there are)."""
+        return {name: getattr(self, name) for name in self.PLAN_SETTINGS}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at the position of :meth:`state_dict` (``batches`` may be replaced by the batches trained).
 
         A position at the end of an epoch resumes at the start of the next one, which is planned afresh: there the
-        number of processes (``trainer.devices`` × ``trainer.num_nodes``) and the epoch length may change. Inside an
-        epoch they must be the interrupted run's, since its remaining batches were dealt to its ranks.
+        number of processes (``trainer.devices`` × ``trainer.num_nodes``), the epoch length and the settings of
+        :attr:`PLAN_SETTINGS` (``p``, ``k``…) may change; the ``seed`` may not (it plans every epoch). Inside an epoch
+        they must all be the interrupted run's, since the rest of its batches was planned and dealt with them: another
+        ``k`` would draw other images for the rest of the epoch, so it is refused rather than resumed inexactly. (A
+        state of an older ranklit has no ``settings``: only its seed, length and world size are compared.)
 
         Raises:
             ValueError: ``state`` lacks a key, holds a negative position, comes from a sampler with another seed, or,
-                inside an epoch, with another number of batches or world size.
+                inside an epoch, with another number of batches, world size or plan setting (each named, with the
+                checkpoint's value, this sampler's and the ways on).
         """
         missing = sorted({"epoch", "batches", "seed", "num_batches", "world_size"} - set(state))
         if missing:
@@ -224,19 +238,38 @@ class EpochBatchSampler(Sampler[list[int]]):
         if epoch < 0 or batches < 0:
             raise ValueError(f"`state` holds a negative position: epoch={epoch}, batches={batches}.")
         finished = batches >= int(state["num_batches"])
-        for key in ("seed",) if finished else ("seed", "world_size", "num_batches"):
-            if int(state[key]) != getattr(self, key):
-                hint = (
-                    "the number of processes (`trainer.devices` x `trainer.num_nodes`) may change only at the end of "
-                    "an epoch: resume with the interrupted run's to finish this one"
-                    if key == "world_size"
-                    else "resume with the sampler settings of the interrupted run"
-                )
-                raise ValueError(
-                    f"`state` was saved by a {type(self).__name__} with {key}={int(state[key])} at batch {batches} "
-                    f"of epoch {epoch}, this one has {key}={getattr(self, key)}: {hint}."
-                )
+        saved = {"seed": state["seed"]}
+        if not finished:
+            saved |= {"world_size": state["world_size"], **state.get("settings", {})}
+            saved["num_batches"] = state["num_batches"]
+        mine = {"seed": self.seed, "world_size": self.world_size, **self.plan_settings()}
+        mine["num_batches"] = self.num_batches
+        if changed := [key for key, value in saved.items() if key in mine and value != mine[key]]:
+            raise ValueError(self._changed_on_resume(changed, saved, mine, epoch, batches))
         self.epoch, self._batches = (epoch + 1, 0) if finished else (epoch, batches)
+
+    def _changed_on_resume(
+        self, changed: list[str], saved: dict[str, Any], mine: dict[str, Any], epoch: int, batches: int
+    ) -> str:
+        """The refusal of :meth:`load_state_dict`: each value that changed (the checkpoint's, this sampler's), and
+        the ways on."""
+        names = {
+            "world_size": "`world_size` (the number of processes, `trainer.devices` x `trainer.num_nodes`)",
+            "num_batches": "`num_batches` (batches per epoch and process: `batches_per_epoch`, the dataset, the batch "
+            "size)",
+        }
+        changes = "; ".join(f"{names.get(key) or option(key)}: checkpoint {saved[key]!r}, this one {mine[key]!r}"
+                            for key in changed)
+        where = f"The checkpoint's {type(self).__name__} stopped at batch {batches} of epoch {epoch}"
+        if "seed" in changed:
+            fix = "The seed plans every epoch of the run: resume with the checkpoint's, or start a new run."
+        else:
+            fix = (
+                f"The rest of epoch {epoch} was planned with the checkpoint's values, which may change only at the "
+                f"end of an epoch: resume with them to finish epoch {epoch} (e.g. with `--trainer.max_epochs "
+                f"{epoch + 1}`), then with the new ones; or start a new run."
+            )
+        return f"{where}, and this sampler differs: {changes}. {fix}"
 
     def plan_epoch(self, generator: torch.Generator) -> list[list[int]]:
         """The hook of a subclass: the batches of one epoch (lists of dataset indices), drawn with ``generator`` (seeded
