@@ -24,7 +24,8 @@ if __name__ == "__main__":
     import ranklit  # noqa: F401  (the first import of ranklit reads the agent's PID)
 
     agent = os.getppid()
-    print(f"ready {os.getpid()}", flush=True)
+    sys.stdout.write(f"ready {os.getpid()}\n")
+    sys.stdout.flush()
     while os.getppid() == agent:
         time.sleep(0.05)
     if mode == "ignored":
@@ -39,4 +40,4 @@ if __name__ == "__main__":
 
         watch_parent()
     time.sleep(30)
-    print("trained on", flush=True)
+    sys.stdout.write("trained on\n")

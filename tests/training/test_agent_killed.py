@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.callbacks.faults_harness import EPOCHS, RUN, STEPS_PER_EPOCH, cli_args, resume_step, rows, run, signal_at
+from tests.callbacks.faults_harness import EPOCHS, RUN, cli_args, resume_step, rows, run, signal_at
 from tests.ddp import child_environment, default_signals, free_port, scaled_timeout
 
 ORPHAN = Path(__file__).with_name("orphan.py")
 GONE = "torchrun's agent (process {}) is gone: stopping this worker"
+STEPS = 20  # a process's steps per epoch: the stop comes well before the run's end (4 steps: 0.3 s on 2 cores)
+LONGER = f"--data.batch_sampler.init_args.batches_per_epoch={2 * STEPS}"
 
 
 def _orphan(mode: str) -> tuple[str, int]:
@@ -116,15 +118,17 @@ def test_torchrun_agent_killed_during_the_workers_start_up(tmp_path: Path) -> No
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_torchrun_agent_killed_mid_training_stops_resumably(tmp_path: Path) -> None:
-    """``kill -9`` of the agent in step 3: both workers stop within seconds with ``interrupted.ckpt`` and the line
-    naming the agent; ``--resume true`` continues to the end, every step's row once."""
-    killed = run(tmp_path, "torchrun", 0, signal_at(3, "SIGKILL", to="parent"), timeout=scaled_timeout(200))
+    """``kill -9`` of the agent in step 3 of 40: both workers stop within seconds, in the first epoch, with
+    ``interrupted.ckpt`` and the line naming the agent; ``--resume true`` continues to the end, every step's row
+    once. (Epochs of 20 steps: in the tiny run of 8 the watch's old 1 s poll came after the run's end, which then
+    finished without a stop: the issue's "trained on to max_epochs".)"""
+    killed = run(tmp_path, "torchrun", 0, LONGER, signal_at(3, "SIGKILL", to="parent"), timeout=scaled_timeout(200))
     assert killed.signal_to_exit is not None and killed.signal_to_exit < scaled_timeout(30), killed.stderr[-3000:]
     assert killed.stderr.count("torchrun's agent (process") == 2, killed.stderr[-3000:]
     stopped_at = resume_step(tmp_path)
-    assert stopped_at is not None and 3 <= stopped_at < EPOCHS * STEPS_PER_EPOCH, killed.stderr[-3000:]
+    assert stopped_at is not None and 3 <= stopped_at < STEPS, killed.stderr[-3000:]
     assert (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").is_file()
-    resumed = run(tmp_path, "torchrun", 0, "--resume=true", timeout=scaled_timeout(200))
+    resumed = run(tmp_path, "torchrun", 0, LONGER, "--resume=true", timeout=scaled_timeout(200))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert resume_step(tmp_path) == EPOCHS * STEPS_PER_EPOCH
-    assert sorted(step for step, validation in rows(tmp_path) if not validation) == list(range(8))
+    assert resume_step(tmp_path) == EPOCHS * STEPS
+    assert sorted(step for step, validation in rows(tmp_path) if not validation) == list(range(EPOCHS * STEPS))
