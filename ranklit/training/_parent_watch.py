@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from ranklit import _agent
+from ranklit._agent import AGENT_PID
 from ranklit.training.stops import stop_requested, stopped_by
 
 __all__ = ["watch_parent"]
@@ -71,7 +71,7 @@ def watch_parent(environ: Mapping[str, str] = os.environ) -> threading.Thread | 
     """Start the watch of a ``torchrun`` worker's agent (module docstring); the thread, ``None`` outside a worker."""
     if "TORCHELASTIC_RUN_ID" not in environ:
         return None
-    agent = _agent.AGENT_PID if _agent.AGENT_PID is not None else os.getppid()
+    agent = AGENT_PID if AGENT_PID is not None else os.getppid()
     watcher = threading.Thread(target=_watch, args=(agent,), name="ranklit-parent-watch", daemon=True)
     watcher.start()
     return watcher
