@@ -17,7 +17,7 @@ install only: torch, torchmetrics, numpy):
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ranklit import _moved
+from ranklit import _agent, _moved  # noqa: F401  (_agent: a torchrun worker's agent, read first)
 
 _moved.install()  # an import of a moved module or name says where it went
 

@@ -10,7 +10,12 @@ it names another machine (a requeued job lands on another node, which cannot tel
 taken over with a warning). A stale lock is taken over with a line on stderr; the take-over is itself serialised by
 an exclusive ``<lock>.takeover`` file, which names its process too: one left by a killed process is removed at once
 (or, where its process cannot be checked, after 60 s), and a take-over that cannot finish names the file, its age
-and its process. A live holder makes :func:`take` raise the caller's exception, before the caller changed anything.
+and its process. A take-over lasts milliseconds and its file appears complete (a hard link), so one that cannot be
+dated or named is judged by how long it stays unchanged instead: dated in the future (the clocks of two machines
+disagree: its age would be negative), empty (a process died while writing it, on a file system without hard links)
+or unreadable, it is removed with a line once it has stayed :data:`UNCHANGED_S` unchanged; an age is never printed
+negative. A lock file that is empty or unreadable is taken over, and the line says which. A live holder makes
+:func:`take` raise the caller's exception, before the caller changed anything.
 
 Every lock this process holds is released by :func:`release_all` (at the end of a ``ranklit`` command, and at
 interpreter exit), however the command ends short of a ``kill -9`` (then the lock is stale).
@@ -51,6 +56,7 @@ __all__ = [
 ]
 
 TAKEOVER_STALE_S = 60.0  # a take-over file older than this was left by a killed process
+UNCHANGED_S = 1.0  # an undatable or unreadable take-over file unchanged this long was left by a killed process
 _held: set[Path] = set()  # the locks this process holds (resolved paths)
 
 
@@ -104,11 +110,45 @@ def _alive(pid: int) -> bool:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        found = json.loads(path.read_text())
-        found["pid"], found["host"] = int(found["pid"]), str(found["host"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return _parse(path.read_text(errors="replace"))
+    except OSError:
         return None
-    return found
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text)
+        found["pid"], found["host"] = int(found["pid"]), str(found["host"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _damage(path: Path) -> str:
+    """What is wrong with the lock or take-over file ``path`` that :func:`_read` cannot read.
+
+    Example:
+        >>> import tempfile
+        >>> empty = Path(tempfile.mkdtemp()) / "run.lock"; empty.touch(); _damage(empty)
+        'it is empty (left by a process that died while writing it)'
+    """
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as error:
+        return f"it cannot be read ({error.strerror})"
+    if not text.strip():
+        return "it is empty (left by a process that died while writing it)"
+    return "it is damaged (not a lock file ranklit wrote)"
+
+
+def _age_text(age: float) -> str:
+    """An age in words, never negative: a file dated in the future says that the clocks disagree.
+
+    Example:
+        >>> _age_text(12.4), _age_text(-86376.0)
+        ('12 s old', 'dated 86376 s in the future (the clocks of two machines disagree)')
+    """
+    return f"{age:.0f} s old" if age >= 0 else f"dated {-age:.0f} s in the future (the clocks of two machines disagree)"
 
 
 def _describe(found: dict[str, Any]) -> str:
@@ -163,6 +203,7 @@ def take(path: str | Path, busy: Callable[[str], BaseException]) -> tuple[bytes,
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
     text, taken_over = _me(path), None
+    seen: dict[tuple[int, int, int], float] = {}  # each take-over file looked at: when first seen (monotonic)
     for _ in range(100):  # each turn either takes the lock, refuses, or removes a stale one (bounded by races)
         if _create(path, text):
             _held.add(path.resolve())
@@ -171,7 +212,7 @@ def take(path: str | Path, busy: Callable[[str], BaseException]) -> tuple[bytes,
         if found is not None and _is_me(found):
             _held.add(path.resolve())  # this process's own lock (taken through another spelling of the path)
             return None
-        reason = "it is damaged" if found is None else _stale_reason(found)
+        reason = _damage(path) if found is None else _stale_reason(found)
         if found is not None and reason is None:
             copied = found.get("path")
             if isinstance(copied, str) and copied != str(path.resolve()):
@@ -181,7 +222,7 @@ def take(path: str | Path, busy: Callable[[str], BaseException]) -> tuple[bytes,
                     f"delete {path} and run the command again."
                 )
             raise busy(_describe(found))
-        taken_over = _remove_stale(path, reason or "") or taken_over
+        taken_over = _remove_stale(path, reason or "", seen) or taken_over
     raise LockStuck(_stuck_takeover(path))
 
 
@@ -220,14 +261,26 @@ def _age(path: Path) -> float | None:
         return None
 
 
-def _left_by_a_killed_process(guard: Path) -> bool:
-    """Whether the take-over file ``guard`` was left behind: its process is gone (or its PID reused), or it is older
-    than :data:`TAKEOVER_STALE_S` (a damaged file, or one of another machine)."""
-    found = _read(guard)
-    if found is not None and found["host"] == socket.gethostname() and _stale_reason(found) is not None:
-        return True
-    age = _age(guard)
-    return age is not None and age > TAKEOVER_STALE_S
+def _left_behind(guard: Path, seen: dict[tuple[int, int, int], float]) -> str | None:
+    """Why the take-over file ``guard`` was left behind (module docstring), ``None`` while a take-over may be under
+    way: its process is gone (or its PID reused); where that cannot be checked (another machine, a damaged file),
+    it is older than :data:`TAKEOVER_STALE_S`, or it cannot be dated (in the future) or read and has stayed
+    :data:`UNCHANGED_S` unchanged (``seen``: when each version was first looked at)."""
+    try:
+        status, text = guard.stat(), guard.read_text(errors="replace")
+    except OSError:
+        return None  # gone meanwhile: look again
+    found = _parse(text)
+    if found is not None and found["host"] == socket.gethostname():
+        return None if _stale_reason(found) is None else "left by a process that no longer runs"
+    age = time.time() - status.st_mtime
+    what = _damage(guard) if found is None else f"it names {_describe(found)}, which this machine cannot check"
+    if age > TAKEOVER_STALE_S:
+        return f"{what}, and it is {age:.0f} s old: left by a process that no longer takes the lock over"
+    first = seen.setdefault((status.st_ino, status.st_mtime_ns, status.st_size), time.monotonic())
+    if (found is None or age < 0) and time.monotonic() - first >= UNCHANGED_S:
+        return f"{what}; {_age_text(age)} and unchanged for {UNCHANGED_S:.0f} s: left by a process that no longer runs"
+    return None
 
 
 def _stuck_takeover(path: Path) -> str:
@@ -236,32 +289,32 @@ def _stuck_takeover(path: Path) -> str:
     found, age = _read(guard), _age(guard)
     if age is None:
         return f"{path}: could not take the lock (other processes kept taking it over); try again."
-    who = _describe(found) if found is not None else "an unreadable process"
+    who = f"is held by {_describe(found)}" if found is not None else f"is unreadable: {_damage(guard)}"
     return (
-        f"{path}: could not take the lock: {guard} ({age:.0f} s old) is held by {who}, taking the lock over; if no "
+        f"{path}: could not take the lock: {guard} ({_age_text(age)}) {who}, taking the lock over; if no "
         f"such process runs, remove {guard} and try again."
     )
 
 
-def _remove_stale(path: Path, reason: str) -> tuple[bytes, int] | None:
+def _remove_stale(path: Path, reason: str, seen: dict[tuple[int, int, int], float]) -> tuple[bytes, int] | None:
     """Remove the stale lock ``path`` unless another process replaced it meanwhile (serialised by the take-over
-    file); its contents and modification time when removed."""
+    file; ``seen``: :func:`_left_behind`); its contents and modification time when removed."""
     guard = _takeover_file(path)
     if not _create(guard, _me(guard)):
-        if _left_by_a_killed_process(guard):
+        if why := _left_behind(guard, seen):
             guard.unlink(missing_ok=True)
-            sys.stderr.write(f"Removed {guard}, left by a process that no longer runs.\n")
+            sys.stderr.write(f"Removed {guard}, {why}.\n")
         else:
             time.sleep(0.05)  # another process is taking over: look again
         return None
     try:
         found = _read(path)
-        now = "it is damaged" if found is None else _stale_reason(found)
+        now = _damage(path) if found is None else _stale_reason(found)
         if not path.is_file() or now != reason:
             return None  # not the lock looked at: one taken since
         removed = path.read_bytes(), path.stat().st_mtime_ns
         path.unlink()
-        who = "a damaged lock" if found is None else _describe(found)
+        who = "an unreadable lock" if found is None else _describe(found)
         sys.stderr.write(f"Taking over {path} from {who}: {reason}.\n")
         return removed
     finally:

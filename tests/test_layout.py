@@ -27,6 +27,7 @@ HELPERS = {
     "ranklit._checkpoint",
     "ranklit._injected",
     "ranklit._locks",
+    "ranklit._agent",
 }
 INDEX = PACKAGE.parent / "docs" / "api" / "index.md"  # the table of the packages and what each imports
 # the smooth-rank losses' Triton engine imports triton (shipped with torch's Linux CUDA wheels) inside its functions,
