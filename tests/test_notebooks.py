@@ -128,7 +128,8 @@ def test_notebook_runs_end_to_end(name: str, tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("WANDB_MODE", "offline")
     notebook = _read(name)
     client = NotebookClient(
-        notebook, timeout=int(scaled_timeout(600)), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook, timeout=int(scaled_timeout(600)), kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
