@@ -41,7 +41,7 @@ from ranklit.training.stops import stop_requested, stopped_by
 __all__ = ["watch_parent"]
 
 POLL_SECONDS = 0.2  # a small run trains several steps a second: the stop must come before its end
-GRACE_SECONDS = 60.0  # from the agent's death to the exit of a worker that did not stop by itself
+GRACE_SECONDS = 300.0  # from the agent's death to the exit of a worker that did not stop (a big checkpoint to save)
 
 
 def _say(line: str) -> None:
