@@ -238,13 +238,12 @@ class EpochBatchSampler(Sampler[list[int]]):
         if epoch < 0 or batches < 0:
             raise ValueError(f"`state` holds a negative position: epoch={epoch}, batches={batches}.")
         finished = batches >= int(state["num_batches"])
-        saved = {"seed": state["seed"]}
-        if not finished:
-            saved |= {"world_size": state["world_size"], **state.get("settings", {})}
-            saved["num_batches"] = state["num_batches"]
-        mine = {"seed": self.seed, "world_size": self.world_size, **self.plan_settings()}
-        mine["num_batches"] = self.num_batches
-        if changed := [key for key, value in saved.items() if key in mine and value != mine[key]]:
+        saved = {"seed": state["seed"], "world_size": state["world_size"], **state.get("settings", {}),
+                 "num_batches": state["num_batches"]}
+        mine = {"seed": self.seed, "world_size": self.world_size, **self.plan_settings(),
+                "num_batches": self.num_batches}
+        compared = ["seed"] if finished else list(saved)
+        if changed := [key for key in compared if key in mine and saved[key] != mine[key]]:
             raise ValueError(self._changed_on_resume(changed, saved, mine, epoch, batches))
         self.epoch, self._batches = (epoch + 1, 0) if finished else (epoch, batches)
 

@@ -14,8 +14,8 @@ of their row. Cost ``O(S N (D + log N))`` for ``S`` sampled queries, a few perce
 **When it warns.** When the tied share is at least :data:`TIED_SHARE` (10 %: float32 cosines of a trained model
 rarely collide, a collapsed third of the set ties a third of every row) *and* the key figures of the sampled queries
 differ between the ``"pessimistic"`` and ``"optimistic"`` policies (ties between negatives alone change nothing).
-The message gives those figures under the three policies (the sampled queries are the whole set when ``Q <= 16``) and
-how to report another policy. The values returned are never changed.
+The message gives those figures under the three policies (the sampled queries are the whole set when ``Q <=``
+:data:`MIN_SAMPLE_QUERIES`) and how to report another policy. The values returned are never changed.
 """
 
 from __future__ import annotations
