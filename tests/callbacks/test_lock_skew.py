@@ -7,24 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from ranklit._locks import LockStuck
-from ranklit.callbacks._locks import LOCK_FILE, acquire, release, start_time
+from ranklit.callbacks._locks import LOCK_FILE, acquire, release
+from tests.callbacks.lock_files import dead_record, live_takeover
 
 DAY = 86400.0
-
-
-def _dead() -> dict[str, object]:
-    pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                             text=True).stdout)
-    return {"pid": pid, "host": socket.gethostname(), "started": "1", "since": "x"}
 
 
 def _said(text: str) -> str:
@@ -53,7 +45,7 @@ def test_an_undatable_or_unreadable_takeover_file_is_removed(text: str, future: 
     """The stale lock of a killed run beside a take-over file that is empty, truncated, or dated a day ahead (by its
     modification time and by the time it records): removed with a line saying what it is, and the lock taken over
     (it used to refuse forever: "(-86376 s old) is held by an unreadable process")."""
-    (tmp_path / LOCK_FILE).write_text(json.dumps(_dead()))
+    (tmp_path / LOCK_FILE).write_text(json.dumps(dead_record()))
     guard = tmp_path / f"{LOCK_FILE}.takeover"
     guard.write_text(text)
     if future:
@@ -69,24 +61,14 @@ def test_an_undatable_or_unreadable_takeover_file_is_removed(text: str, future: 
 def test_a_live_takeover_dated_in_the_future_says_the_clocks_disagree(tmp_path: Path) -> None:
     """A take-over file of a live process of this machine, dated a day ahead, waits for that process (liveness
     decides, not the date) and refuses in one line that says the clocks disagree, never a negative age."""
-    (tmp_path / LOCK_FILE).write_text(json.dumps(_dead()))
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        while start_time(sleeper.pid) is None:
-            time.sleep(0.01)
-        live = {"pid": sleeper.pid, "host": socket.gethostname(), "started": start_time(sleeper.pid), "since": "x"}
-        guard = tmp_path / f"{LOCK_FILE}.takeover"
-        guard.write_text(json.dumps(live))
+    with live_takeover(tmp_path) as (pid, guard):
         _future(guard)
         with pytest.raises(LockStuck) as stuck:
             acquire(tmp_path)
         message = str(stuck.value)
         disagree = f"{guard} (dated 86400 s in the future (the clocks of two machines disagree)) is held by process"
-        assert re.search(_said(f"{disagree} {sleeper.pid} "), message), message
+        assert re.search(_said(f"{disagree} {pid} "), message), message
         assert "-8" not in message and "\n" not in message
-    finally:
-        sleeper.kill()
-        sleeper.wait()
 
 
 def test_an_empty_lock_is_taken_over_as_what_it_is(tmp_path: Path, capfd) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from ranklit._locks import LockCopied, LockStuck
 from ranklit.callbacks._locks import LOCK_FILE, RunLocked, acquire, release, start_time
+from tests.callbacks.lock_files import dead_record, live_takeover
 
 
 def _contend(folder: str, start: float, results: multiprocessing.Queue) -> None:
@@ -76,16 +77,11 @@ def test_a_reused_pid_is_stale_and_a_live_holder_refuses_without_a_change(tmp_pa
         holder.wait()
 
 
-def _dead_pid() -> int:
-    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True).stdout)
-
-
 def test_a_fresh_takeover_file_of_a_killed_process_is_removed_at_once(tmp_path: Path, capfd) -> None:
     """A ``kill -9`` in the instant of a take-over leaves ``run.lock.takeover`` (under 60 s old) beside the stale
     lock: its process is gone, so it is removed with a line and the lock taken over (it used to refuse with "other
     processes keep taking it over" when no other process existed)."""
-    dead = {"pid": _dead_pid(), "host": socket.gethostname(), "started": "1", "since": "x"}
+    dead = dead_record()
     (tmp_path / LOCK_FILE).write_text(json.dumps(dead))
     (tmp_path / f"{LOCK_FILE}.takeover").write_text(json.dumps(dead))
     acquire(tmp_path)
@@ -99,25 +95,14 @@ def test_a_fresh_takeover_file_of_a_killed_process_is_removed_at_once(tmp_path: 
 def test_a_takeover_that_never_finishes_names_the_file_its_age_and_its_process(tmp_path: Path) -> None:
     """A take-over file of a live process that never finishes (here a sleeping process) refuses in one line naming
     the file, its age and its process, and what to remove."""
-    dead = {"pid": _dead_pid(), "host": socket.gethostname(), "started": "1", "since": "x"}
-    (tmp_path / LOCK_FILE).write_text(json.dumps(dead))
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        while start_time(sleeper.pid) is None:
-            time.sleep(0.01)
-        live = {"pid": sleeper.pid, "host": socket.gethostname(), "started": start_time(sleeper.pid), "since": "x"}
-        guard = tmp_path / f"{LOCK_FILE}.takeover"
-        guard.write_text(json.dumps(live))
+    with live_takeover(tmp_path) as (pid, guard):
         os.utime(guard, (time.time() - 12, time.time() - 12))
         with pytest.raises(LockStuck) as stuck:
             acquire(tmp_path)
         message = str(stuck.value)
-        age = re.search(rf"{re.escape(str(guard))} \((\d+) s old\) is held by process {sleeper.pid} ", message)
+        age = re.search(rf"{re.escape(str(guard))} \((\d+) s old\) is held by process {pid} ", message)
         assert age is not None and 12 <= int(age.group(1)) < 60, message
         assert f"remove {guard} and try again" in message and "\n" not in message
-    finally:
-        sleeper.kill()
-        sleeper.wait()
 
 
 def test_a_copied_live_run_says_its_copied_lock_is_the_cause(tmp_path: Path) -> None:
