@@ -4,6 +4,7 @@
 - :mod:`ranklit.cli._app` — :class:`RanklitCLI` (the LightningCLI subclass) and the commands behind :func:`main`.
 - :mod:`ranklit.cli._config_files` — the shipped configs (``ranklit configs``) and the keys older configs used.
 - :mod:`ranklit.cli._runs`, :mod:`ranklit.cli._resuming` — run folders, their saved config and ``--resume``.
+- :mod:`ranklit.cli._interrupts` — Ctrl-C at any point: one line and exit 130.
 - :mod:`ranklit.cli._slurm` — ``--requeue`` and ranklit's own handling of SLURM's ``SIGUSR1``.
 - :mod:`ranklit.cli._errors._surface`, :mod:`ranklit.cli._warning_filters` — short errors, exit codes, quiet runs.
 - :mod:`ranklit.cli._data_check` — ``ranklit data check``.
@@ -17,7 +18,6 @@ training stack itself, so that check can run.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -61,15 +61,14 @@ def main(args: list[str] | None = None) -> None:
             "install it with: pip install \"ranklit[train]\"\n"
         )
         raise SystemExit(2)
-    try:  # Ctrl-C at any point, the imports of the training stack included: one line and 130, no traceback
-        from ranklit.cli._app import main as run
+    from ranklit.cli._interrupts import run_interruptible
 
-        run(args)
-    except KeyboardInterrupt:
-        if os.environ.get("RANKLIT_TRACEBACK"):
-            raise
-        sys.stderr.write("interrupted (Ctrl-C)\n")
-        raise SystemExit(130) from None
+    def run() -> None:  # the imports of the training stack included
+        from ranklit.cli._app import main as run_command
+
+        run_command(args)
+
+    run_interruptible(run)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, {"RanklitCLI": "ranklit.cli._app"})  # it needs Lightning
