@@ -9,7 +9,11 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if not torch.cuda.is_available():  # Triton's interpreter runs the loss kernels on CPU tensors (set before triton loads)
     os.environ.setdefault("TRITON_INTERPRET", "1")
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # pytest-xdist's workers share the cores
+_THREADS = max(1, min(2, (os.cpu_count() or 1) // _WORKERS))
+if _WORKERS > 1:  # the subprocesses (``ranklit fit``, DDP workers, notebooks' kernels) get the worker's share too
+    os.environ.setdefault("OMP_NUM_THREADS", str(_THREADS))
+torch.set_num_threads(_THREADS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

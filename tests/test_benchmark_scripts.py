@@ -19,13 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_gpu_benchmark_dry_run_writes_every_table_naming_the_device(tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
-    results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n")
+    earlier = ("<!-- benchmarks/gpu.py: start -->\n## GPU (benchmarks/gpu.py)\n\nan earlier run's tables\n"
+               "<!-- benchmarks/gpu.py: end -->\n\n## Later section\n\nkept\n")
+    results.write_text("# Benchmark results\n\n## Losses\n\nearlier figures\n\n" + earlier)
     command = [sys.executable, "benchmarks/gpu.py", "--dry-run", "--results", str(results)]
-    for _ in range(2):  # the second run replaces the first one's section
-        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(600))
-        assert run.returncode == 0, run.stderr[-3000:]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=scaled_timeout(600))
+    assert run.returncode == 0, run.stderr[-3000:]
     text = results.read_text()
     assert text.startswith("# Benchmark results\n\n## Losses\n\nearlier figures\n")  # the rest is kept
+    assert text.endswith("## Later section\n\nkept\n") and "an earlier run's tables" not in text  # replaced
     assert text.count("## GPU (benchmarks/gpu.py)") == 1 and "Device: **CPU (" in text
     for title in ("### Metrics", "### Losses", "### Training step"):
         assert text.count(title) == 1
