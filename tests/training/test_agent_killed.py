@@ -115,16 +115,18 @@ def test_torchrun_agent_killed_during_the_workers_start_up(tmp_path: Path) -> No
     assert not list(tmp_path.rglob("*.ckpt"))  # nothing trained
 
 
-@pytest.mark.long  # failed once in the full suite on the 2-core machine (1 of 1): run with RANKLIT_LONG_TESTS=1
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_torchrun_agent_killed_mid_training_stops_resumably(tmp_path: Path) -> None:
     """``kill -9`` of the agent in step 3 of 40: both workers stop within seconds, in the first epoch, with
-    ``interrupted.ckpt`` and the line naming the agent; ``--resume true`` continues to the end, every step's row
-    once. (Epochs of 20 steps: in the tiny run of 8 the watch's old 1 s poll came after the run's end, which then
-    finished without a stop: the issue's "trained on to max_epochs".)"""
+    ``interrupted.ckpt`` and the line naming the agent (from one worker or both); ``--resume true`` continues to the
+    end, every step's row once. (Epochs of 20 steps: in the tiny run of 8 the watch's old 1 s poll came after the
+    run's end, which then finished without a stop: the issue's "trained on to max_epochs".)"""
     killed = run(tmp_path, "torchrun", 0, LONGER, signal_at(3, "SIGKILL", to="parent"), timeout=scaled_timeout(200))
     assert killed.signal_to_exit is not None and killed.signal_to_exit < scaled_timeout(30), killed.stderr[-3000:]
-    assert killed.stderr.count("torchrun's agent (process") == 2, killed.stderr[-3000:]
+    noticed = killed.stderr.count("is gone: stopping this worker")
+    assert noticed in (1, 2), killed.stderr[-3000:]  # a worker stopped by the others' agreed stop before its own
+    # poll came (0.2 s: a tiny step takes 75 ms) says nothing: it failed 3 times in 5 when both had to say it
     stopped_at = resume_step(tmp_path)
     assert stopped_at is not None and 3 <= stopped_at < STEPS, killed.stderr[-3000:]
     assert (tmp_path / RUN / "checkpoints" / "interrupted.ckpt").is_file()
