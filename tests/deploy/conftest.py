@@ -13,6 +13,7 @@ from PIL import Image
 
 from ranklit.cli import main
 from ranklit.models import RetrievalModule
+from tests.built_once import built_once
 
 
 @dataclass(frozen=True)
@@ -27,14 +28,18 @@ class Run:
 
 @pytest.fixture(scope="session")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    root = tmp_path_factory.mktemp("run")
-    main([
-        "fit", "--config", "quickstart.yaml", f"--trainer.logger.init_args.save_dir={root}",
-        "--model.net.init_args.backbone=test_resnet", "--model.net.init_args.embedding_dim=16",
-        "--trainer.max_epochs=1", "--data.batch_sampler.init_args.batches_per_epoch=2", "--baseline_validation=false",
-        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", "--trainer.accelerator=cpu",
-    ])
-    folder = root / "quickstart" / "version_0"
+    """Built once for all workers (:mod:`tests.built_once`): a test must not change its files."""
+
+    def fit(root: Path) -> None:
+        main([
+            "fit", "--config", "quickstart.yaml", f"--trainer.logger.init_args.save_dir={root}",
+            "--model.net.init_args.backbone=test_resnet", "--model.net.init_args.embedding_dim=16",
+            "--trainer.max_epochs=1", "--data.batch_sampler.init_args.batches_per_epoch=2",
+            "--baseline_validation=false", "--trainer.enable_progress_bar=false",
+            "--trainer.enable_model_summary=false", "--trainer.accelerator=cpu",
+        ])
+
+    folder = built_once(tmp_path_factory, "deploy-run", fit) / "quickstart" / "version_0"
     return Run(folder / "config.yaml", folder / "checkpoints" / "last.ckpt")
 
 
