@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import yaml
 
 from ranklit.cli import main
 from ranklit.functional import HAPOptions, SupAPOptions
-from tests.ddp import scaled_timeout
+from tests.cli.cli_cases import drive
 
 
 def test_happier_lists_every_hap_option_and_refuses_a_misspelt_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,14 +53,11 @@ def test_the_reducer_is_listed_and_a_bad_one_is_one_line_and_exit_2(
     assert exit_info.value.code in (0, None)
     init_args = yaml.safe_load(capsys.readouterr().out)["model"]["loss"]["init_args"]
     assert init_args["reducer"] == "class_balanced" and "class_balanced" not in set(init_args) - {"reducer"}
-    command = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml"]
-    result = subprocess.run(
-        [*command, "--model.loss.init_args.reducer=median", f"--trainer.default_root_dir={tmp_path}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(300),
-    )
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == (
+    (result,) = drive([["fit", "--config", "quickstart.yaml", "--model.loss.init_args.reducer=median",
+                        f"--trainer.default_root_dir={tmp_path}"]], tmp_path)
+    assert result["returncode"] == 2, result["stderr"]
+    assert result["stderr"].strip().splitlines()[-1] == (
         "error: `reducer` must be one of ('mean', 'class_balanced', 'active', 'none') or a "
         "ranklit.functional.Reducer, got 'median'."
     )
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result["stderr"]

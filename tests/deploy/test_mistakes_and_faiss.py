@@ -4,8 +4,6 @@ search."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,6 @@ from ranklit.deploy import build_index, load_model
 from ranklit.deploy._faiss_backend import build_faiss_index, factory_string, faiss_search, recall_at_k
 from ranklit.index import TensorDescriptors, top_k
 from tests.cli.cli_cases import drive
-from tests.ddp import scaled_timeout
 
 from .conftest import Images, Run
 
@@ -75,11 +72,9 @@ def test_command_line_faiss_index_reports_its_recall_and_searches(run: Run, imag
     args = ["index", "--config", str(run.config), "--ckpt_path", str(run.ckpt), "--images", str(images.gallery),
             "--output", str(tmp_path / "index"), "--backend", "flat", "--evaluate", "--evaluate_k", "3",
             "--no-progress"]
-    built = subprocess.run(
-        [sys.executable, "-m", "ranklit.cli", *args], capture_output=True, text=True, timeout=scaled_timeout(300)
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    assert "recall@3 of Flat (nprobe 16) vs exact search: 1.0000 over 24 queries" in built.stdout, built.stdout
+    (built,) = drive([args], Path.cwd(), scratch=tmp_path)
+    assert built["returncode"] == 0, built["stderr"][-3000:]
+    assert "recall@3 of Flat (nprobe 16) vs exact search: 1.0000 over 24 queries" in built["stdout"], built["stdout"]
     card = json.loads((tmp_path / "index" / "index.json").read_text())
     assert card["index"]["backend"] == "flat" and card["index"]["evaluation"]["recall"] == 1.0
     from ranklit.deploy import Retriever

@@ -17,6 +17,7 @@ from ranklit.errors import UserError
 from ranklit.losses import ROADMAPLoss
 from ranklit.models import EmbeddingNet, RetrievalModule
 from ranklit.models._compile import compile_options
+from tests.cli.cli_cases import drive
 from tests.ddp import scaled_timeout
 from tests.tiny import tiny_datamodule
 
@@ -57,11 +58,11 @@ def test_compile_options_are_checked_naming_the_key() -> None:
 
 
 def test_a_bad_compile_mode_on_the_command_line_is_two_lines_and_exit_2(tmp_path: Path) -> None:
-    args = [sys.executable, "-m", "ranklit.cli", "fit", "--config", "quickstart.yaml", "--model.compile",
-            "{mode: fastest}", "--trainer.logger=false"]
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=scaled_timeout(300))
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and "`model.compile`" in result.stderr and "fastest" in result.stderr
+    (result,) = drive([["fit", "--config", "quickstart.yaml", "--model.compile", "{mode: fastest}",
+                        "--trainer.logger=false"]], tmp_path)
+    assert result["returncode"] == 2, result["stderr"][-2000:]
+    error = result["stderr"]
+    assert "Traceback" not in error and "`model.compile`" in error and "fastest" in error
 
 
 def test_compile_without_a_cpp_compiler_is_one_error_line_with_the_ways_out(tmp_path: Path) -> None:
