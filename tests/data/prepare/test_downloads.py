@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.cli_cases import drive
 from tests.data.prepare.archives import MINIATURES
 from tests.data.prepare.helpers import prepare, sha256, source_args
 from tests.data.prepare.server import Served, serving
@@ -124,14 +125,15 @@ def test_a_full_disk_stops_before_any_byte_is_kept(tmp_path, big_cub, capsys, mo
 @pytest.mark.slow
 def test_the_command_prints_one_line_for_a_404_and_an_unknown_name(tmp_path) -> None:
     with serving(Served()) as served:
-        command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cub", "--root", str(tmp_path / "r"),
-                   "--source", f"{served.url}/missing.tgz"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=scaled_timeout(120))
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "HTTP 404" in done.stderr, done.stderr
-    command = [sys.executable, "-m", "ranklit.cli", "data", "prepare", "cubb", "--root", str(tmp_path / "r")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=scaled_timeout(120))
-    assert done.returncode == 2 and done.stderr.startswith("error: unknown dataset 'cubb'"), done.stderr
-    assert done.stderr.count("\n") == 1
+        missing, unknown = drive([
+            ["data", "prepare", "cub", "--root", str(tmp_path / "r"), "--source", f"{served.url}/missing.tgz"],
+            ["data", "prepare", "cubb", "--root", str(tmp_path / "r")],
+        ], tmp_path)
+    error = missing["stderr"]
+    assert missing["returncode"] == 2 and error.count("\n") == 1 and "HTTP 404" in error, error
+    error = unknown["stderr"]
+    assert unknown["returncode"] == 2 and error.startswith("error: unknown dataset 'cubb'"), error
+    assert error.count("\n") == 1
 
 
 @pytest.mark.slow
