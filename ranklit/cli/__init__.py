@@ -61,14 +61,14 @@ def main(args: list[str] | None = None) -> None:
     collector as it was.
     """
     try:
-        _run(args)
+        _dispatch_and_run(args)
     finally:
         if args is None:
             gc.collect()
             gc.freeze()
 
 
-def _run(args: list[str] | None) -> None:
+def _dispatch_and_run(args: list[str] | None) -> None:
     from ranklit.cli._dispatch import answer  # what needs no Lightning is answered first (issue 31: start-up time)
 
     if answer(sys.argv[1:] if args is None else list(args), training_stack=not missing_training_stack()):
