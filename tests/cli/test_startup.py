@@ -88,6 +88,8 @@ def test_other_commands_help_without_the_training_stack(tmp_path: Path, command:
     run, loaded = _ranklit(tmp_path, *command, "--help")
     assert run.returncode == 0 and f"usage: ranklit {' '.join(command)}" in run.stdout
     assert not loaded & HEAVY, sorted(loaded & HEAVY)
+    if command == ["data", "prepare"]:  # nor torch (2 s): `import ranklit.data` is lazy
+        assert "torch" not in loaded
 
 
 def _importers(importtime: str, package: str) -> list[list[str]]:
