@@ -20,13 +20,20 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 from typing_extensions import override
 
+from ranklit.data import datasets
 from ranklit.data.datasets.base import RetrievalDataset
 from ranklit.data.images._crop_first import CropFirst, crop_first, normalise_on_device
 from ranklit.data.images._device_decode import decode_encoded, device_decoder
 from ranklit.data.images._encoded import EncodedImages, collate
 from ranklit.data.images._unreadable import EVALUATION_STOP
 from ranklit.data.images.transforms import IMAGENET_MEAN, IMAGENET_STD, test_transform, train_transform
+from ranklit.data.samplers import _category, _pk, _uniform  # noqa: F401  (see _EVERY_DATASET)
 from ranklit.errors import UserError
+
+# A LightningCLI's parser knows a dataset or sampler class by its short name (`class_path: CUB200`,
+# `--data.batch_sampler PKSampler`) and lists it in `--help` only once the class is imported, and `import ranklit.data`
+# is lazy: this module, which every such parser reads, imports them all (the samplers above).
+_EVERY_DATASET = [getattr(datasets, name) for name in datasets.__all__]
 
 __all__ = ["BatchSamplerFactory", "RetrievalDataModule"]
 

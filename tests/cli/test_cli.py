@@ -62,6 +62,18 @@ def test_fit_help_is_short_and_quiet() -> None:
     assert "Warning" not in result.stderr, result.stderr
 
 
+def test_a_dataset_and_a_sampler_the_config_does_not_name_are_found_by_their_short_names(tmp_path: Path) -> None:
+    """jsonargparse knows a subclass by its short name (``--data.val_dataset CUB200``) only once the class is imported,
+    and ``import ranklit.data`` is lazy: the datamodule imports every dataset and sampler class. Run by a process that
+    imported what the command imports, no more (tests/cli/cli_cases.py)."""
+    (result,) = drive([["fit", "--config", "quickstart.yaml", "--data.val_dataset", "CUB200", "--data.batch_sampler",
+                        "UniformBatchSampler", "--print_config"]], tmp_path)
+    assert result["returncode"] == 0, result["stderr"][-2000:]
+    data = yaml.safe_load(result["stdout"])["data"]
+    assert data["val_dataset"]["class_path"] == "ranklit.data.CUB200"
+    assert data["batch_sampler"]["class_path"] == "ranklit.data.UniformBatchSampler"
+
+
 def test_configs_subcommand_lists_every_config_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
     main(["configs"])
     out = capsys.readouterr().out
