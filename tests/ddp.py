@@ -25,10 +25,15 @@ def init_gloo(rank: int, world_size: int, port: int) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
 
 
+def repository_first_on_path() -> str:
+    """The ``PYTHONPATH`` of a child process that imports this repository's ``tests`` (and ``ranklit``) first."""
+    return os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")]))
+
+
 def child_environment(**extra: str) -> dict[str, str]:
     """The environment of a child ``ranklit`` process: this repository first on ``PYTHONPATH``, one thread a
     process, gloo on the loopback interface; ``extra`` on top."""
-    path = os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")]))
+    path = repository_first_on_path()
     return os.environ | {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"} | extra
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import ranklit.cli._app  # noqa: F401  (imported once, before the children fork: see the docstring)
 from ranklit.cli import main
-from tests.ddp import scaled_timeout
+from tests.ddp import REPOSITORY, repository_first_on_path, scaled_timeout
 
 
 def _child(args: list[str], stderr_path: str, cwd: str | None) -> None:
@@ -73,17 +73,12 @@ def run_cases(cases: list[list[str]], cwd: str | None = None) -> list[dict]:
 _WARM: dict[str, object] = {}  # the driver of this process: "process", "environment", "log"
 
 
-def _environment() -> dict[str, str]:
-    repository = str(Path(__file__).resolve().parents[2])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))}
-
-
 def _warm(environment: dict[str, str]) -> subprocess.Popen | None:
     """This process's serving driver, started on first use; ``None`` when ``environment`` is not its own."""
     if not _WARM:
         with tempfile.NamedTemporaryFile(prefix="cli_cases-", suffix=".log", delete=False) as log:
             process = subprocess.Popen([sys.executable, "-m", "tests.cli.cli_cases", "--serve"], env=environment,
-                                       cwd=Path(__file__).resolve().parents[2], stdin=subprocess.PIPE,
+                                       cwd=REPOSITORY, stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=log, text=True)
         _WARM.update(process=process, environment=environment, log=log.name)
         atexit.register(_stop_warm)
@@ -106,7 +101,7 @@ def drive(cases: list[list[str]], cwd: Path, *, scratch: Path | None = None, **e
     ``scratch / "cases.json"`` (default: ``cwd``)."""
     cases_file = (scratch or cwd) / "cases.json"
     cases_file.write_text(json.dumps(cases))
-    environment = {**_environment(), **env}
+    environment = {**os.environ, "PYTHONPATH": repository_first_on_path(), **env}
     process = None if env else _warm(environment)
     if process is None:
         driver = subprocess.run([sys.executable, "-m", "tests.cli.cli_cases", str(cases_file)], cwd=cwd,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.cli.cli_cases import drive
-from tests.ddp import scaled_timeout
+from tests.ddp import repository_first_on_path, scaled_timeout
 
 CHEAP = ["--model.net.init_args.backbone=test_resnet", "--trainer.accelerator=cpu", "--trainer.logger=false"]
 
@@ -94,9 +94,7 @@ def test_the_command_exits_2_leaving_nothing_in_the_temporary_folder(tmp_path: P
     wandb = ["--trainer.logger=lightning.pytorch.loggers.WandbLogger", "--trainer.logger.offline=true",
              f"--trainer.logger.save_dir={tmp_path}"]
     args = ["fit", "--config", "quickstart.yaml", "--config", "evil.yaml", *CHEAP[:-1], *wandb]
-    env = {**os.environ, "TMPDIR": str(temporary), "WANDB_MODE": "offline",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                       os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "TMPDIR": str(temporary), "WANDB_MODE": "offline", "PYTHONPATH": repository_first_on_path()}
     result = subprocess.run([sys.executable, "-m", "ranklit.cli", *args], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=scaled_timeout(600))
     assert result.returncode == 2 and "`model.optimizer: os.system`" in result.stderr, result.stderr[-2000:]
